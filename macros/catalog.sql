@@ -1,0 +1,60 @@
+{#- What the catalog says about a table, parsed from DESCRIBE TABLE EXTENDED
+    (works the same over the session and thrift connections). -#}
+
+{% macro strip_column_list(text) %}
+  {#- "[`a`, `b`]" -> ['a', 'b'] -#}
+  {%- set inner = (text or '') | trim -%}
+  {%- if inner.startswith('[') -%}{%- set inner = inner[1:-1] -%}{%- endif -%}
+  {%- set out = [] -%}
+  {%- for part in inner.split(',') -%}
+    {%- set name = part | trim -%}
+    {%- if name.startswith('`') and name.endswith('`') -%}{%- set name = name[1:-1] | replace('``', '`') -%}{%- endif -%}
+    {%- if name -%}{%- do out.append(name) -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro table_info(relation) %}
+  {%- set rows = run_query('describe table extended ' ~ relation) -%}
+  {%- set columns = {} -%}
+  {%- set partition_by = [] -%}
+  {%- set details = {} -%}
+  {%- set section = namespace(name='columns') -%}
+  {%- for row in rows -%}
+    {%- set key = (row[0] or '') | trim -%}
+    {%- if key == '# Partition Information' -%}{%- set section.name = 'partitions' -%}
+    {%- elif key.startswith('# Detailed Table Information') -%}{%- set section.name = 'details' -%}
+    {%- elif key == '' or key.startswith('#') -%}
+    {%- elif section.name == 'columns' -%}{%- do columns.update({key: row[1]}) -%}
+    {%- elif section.name == 'partitions' -%}{%- do partition_by.append(key) -%}
+    {%- elif section.name == 'details' -%}{%- do details.update({key: row[1]}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set provider = (details.get('Provider') or '') | lower -%}
+  {%- set serde = (details.get('Serde Library', '') ~ details.get('InputFormat', '')) | lower -%}
+  {%- set file_format = provider if provider in ('parquet', 'orc') else ('orc' if 'orc' in serde else ('parquet' if 'parquet' in serde else provider)) -%}
+  {%- set num_buckets = details.get('Num Buckets') -%}
+  {{ return({
+      'columns': columns,
+      'partition_by': partition_by,
+      'provider': provider,
+      'file_format': file_format,
+      'bucket_hash': 'hive' if provider == 'hive' else 'spark',
+      'buckets': (num_buckets | int) if num_buckets and (num_buckets | int) > 0 else none,
+      'clustered_by': spark_bucketing.strip_column_list(details.get('Bucket Columns')),
+      'sorted_by': spark_bucketing.strip_column_list(details.get('Sort Columns')),
+      'location': details.get('Location'),
+      'type': (details.get('Type') or '') | lower,
+      'properties': details.get('Table Properties', ''),
+  }) }}
+{% endmacro %}
+
+{% macro query_columns(sql) %}
+  {#- The query's output columns (name -> Spark type) without running it. -#}
+  {%- set rows = run_query('describe query ' ~ sql) -%}
+  {%- set columns = {} -%}
+  {%- for row in rows -%}
+    {%- if row[0] and not row[0].startswith('#') -%}{%- do columns.update({row[0]: row[1]}) -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return(columns) }}
+{% endmacro %}

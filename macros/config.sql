@@ -1,0 +1,136 @@
+{#- Reading and validating the bucketing configs. Every check here runs before
+    any statement that writes, and names the model, the config, the problem
+    and the fix. -#}
+
+{% macro config_error(config_name, problem, fix) %}
+  {%- do exceptions.raise_compiler_error(
+      "spark_bucketing: model '" ~ model.unique_id ~ "', config '" ~ config_name ~ "': "
+      ~ problem ~ ". Fix: " ~ fix ~ ".") -%}
+{% endmacro %}
+
+{% macro column_list_config(config_name, required=false) %}
+  {#- A column or a list of columns, returned as a list of names. -#}
+  {%- set raw = config.get(config_name) -%}
+  {%- if raw is none or (raw is string and raw | trim == '') or (raw is iterable and raw is not string and raw | length == 0) -%}
+    {%- if required -%}
+      {%- do spark_bucketing.config_error(config_name, "is missing or empty",
+          "set " ~ config_name ~ " to a column or a list of columns, e.g. " ~ config_name ~ "=['customer_id']") -%}
+    {%- endif -%}
+    {{ return([]) }}
+  {%- endif -%}
+  {%- set names = [raw] if raw is string else raw -%}
+  {%- if raw is mapping or raw is not iterable -%}
+    {%- do spark_bucketing.config_error(config_name, "expected a column name or a list of column names, got " ~ raw,
+        "write e.g. " ~ config_name ~ "=['customer_id']") -%}
+  {%- endif -%}
+  {%- set out = [] -%}
+  {%- for name in names -%}
+    {%- if name is not string or name | trim == '' -%}
+      {%- do spark_bucketing.config_error(config_name, "entry " ~ loop.index ~ " is not a column name: " ~ name,
+          "list column names as strings") -%}
+    {%- endif -%}
+    {%- if name | trim | lower in out | map('lower') | list -%}
+      {%- do spark_bucketing.config_error(config_name, "column '" ~ name ~ "' is listed twice", "list each column once") -%}
+    {%- endif -%}
+    {%- do out.append(name | trim) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro bucket_spec() %}
+  {#- The model's bucketing configs, checked for shape and range. Column checks
+      that need the query's schema happen in validate_columns. -#}
+  {%- set clustered_by = spark_bucketing.column_list_config('clustered_by', required=true) -%}
+  {%- set sorted_by = spark_bucketing.column_list_config('sorted_by') -%}
+  {%- set partition_by = spark_bucketing.column_list_config('partition_by') -%}
+
+  {%- set buckets = config.get('buckets') -%}
+  {%- if buckets is none -%}
+    {%- do spark_bucketing.config_error('buckets', "is missing", "set buckets to an integer between 1 and 100000, e.g. buckets=16") -%}
+  {%- elif buckets is boolean or buckets is not integer -%}
+    {%- do spark_bucketing.config_error('buckets', "must be an integer, got " ~ ("the string '" ~ buckets ~ "'" if buckets is string else buckets | string),
+        "set buckets to an integer between 1 and 100000 without quotes, e.g. buckets=16") -%}
+  {%- elif buckets < 1 or buckets > 100000 -%}
+    {%- do spark_bucketing.config_error('buckets', "must be between 1 and 100000, got " ~ buckets,
+        "choose a bucket count in that range; powers of two let Trino read tables with different counts together") -%}
+  {%- endif -%}
+
+  {%- set bucket_hash = config.get('bucket_hash', 'hive') -%}
+  {%- if bucket_hash not in ('hive', 'spark') -%}
+    {%- do spark_bucketing.config_error('bucket_hash', "must be 'hive' or 'spark', got '" ~ bucket_hash ~ "'",
+        "use bucket_hash='hive' for tables that Hive and Trino read as bucketed, or bucket_hash='spark' for shuffle-free joins in Spark") -%}
+  {%- endif -%}
+
+  {%- set file_format = config.get('file_format', 'parquet') -%}
+  {%- if file_format not in ('parquet', 'orc') -%}
+    {%- do spark_bucketing.config_error('file_format', "bucketed tables support 'parquet' or 'orc', got '" ~ file_format ~ "'",
+        "set file_format='parquet' (the default) or file_format='orc'") -%}
+  {%- endif -%}
+
+  {%- set verify_layout = config.get('verify_layout', true) -%}
+  {%- if verify_layout is not boolean -%}
+    {%- do spark_bucketing.config_error('verify_layout', "must be true or false, got " ~ verify_layout, "set verify_layout=true (default) or false") -%}
+  {%- endif -%}
+
+  {%- set location_root = config.get('location_root') -%}
+  {{ return({
+      'clustered_by': clustered_by,
+      'sorted_by': sorted_by,
+      'partition_by': partition_by,
+      'buckets': buckets,
+      'bucket_hash': bucket_hash,
+      'file_format': file_format,
+      'verify_layout': verify_layout,
+      'location_root': location_root.rstrip('/') if location_root else none,
+  }) }}
+{% endmacro %}
+
+{% macro validate_columns(spec, columns) %}
+  {#- Checks the configs against the query's schema (name -> type) and returns
+      the spec with column names spelled as the query spells them. -#}
+  {%- set by_lower = {} -%}
+  {%- for name in columns -%}{%- do by_lower.update({name | lower: name}) -%}{%- endfor -%}
+  {%- set resolved = {} -%}
+  {%- for config_name in ('clustered_by', 'sorted_by', 'partition_by') -%}
+    {%- set names = [] -%}
+    {%- for name in spec[config_name] -%}
+      {%- if name | lower not in by_lower -%}
+        {%- do spark_bucketing.config_error(config_name, "column '" ~ name ~ "' is not produced by the model's query (it returns: "
+            ~ (columns.keys() | join(', ')) ~ ")", "select a column named '" ~ name ~ "' or name one of the query's columns") -%}
+      {%- endif -%}
+      {%- do names.append(by_lower[name | lower]) -%}
+    {%- endfor -%}
+    {%- do resolved.update({config_name: names}) -%}
+  {%- endfor -%}
+
+  {%- set partition_lower = resolved.partition_by | map('lower') | list -%}
+  {%- for config_name in ('clustered_by', 'sorted_by') -%}
+    {%- for name in resolved[config_name] -%}
+      {%- if name | lower in partition_lower -%}
+        {%- do spark_bucketing.config_error(config_name, "column '" ~ name ~ "' is also in partition_by; every row of a partition has the same value there, so it cannot spread rows over buckets or order them",
+            "remove '" ~ name ~ "' from " ~ config_name ~ " or from partition_by") -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- if resolved.partition_by | length >= columns | length -%}
+    {%- do spark_bucketing.config_error('partition_by', "every column of the query is a partition column", "leave at least one column out of partition_by") -%}
+  {%- endif -%}
+
+  {%- if spec.bucket_hash == 'hive' -%}
+    {%- set supported = spark_bucketing.hive_hash_types() -%}
+    {%- for name in resolved.clustered_by -%}
+      {%- set data_type = columns[name] | lower -%}
+      {%- if data_type not in supported -%}
+        {%- do spark_bucketing.config_error('clustered_by', "column '" ~ name ~ "' has type " ~ data_type
+            ~ ", which Spark does not hash the way Hive does, so Hive and Trino would look for its rows in the wrong files (types Spark and Hive hash alike: "
+            ~ (supported | join(', ')) ~ ")",
+            "cast it in the model, e.g. cast(" ~ name ~ " as " ~ ('bigint' if data_type.startswith('decimal') else 'string') ~ ") as " ~ name
+            ~ ", or set bucket_hash='spark' if only Spark reads this table") -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
+
+  {%- set out = spec.copy() -%}
+  {%- do out.update(resolved) -%}
+  {{ return(out) }}
+{% endmacro %}

@@ -1,0 +1,44 @@
+{#- The bucket id of a row, per hash family: the one SQL source of truth (its
+    Python twin is spark_bucketing.hashing.bucket_id). -#}
+
+{% macro hive_hash_types() %}
+  {#- Types whose Hive v1 hash Spark computes exactly as Hive does; verified
+      against Hive's ObjectInspectorUtils in tests/test_hive_oracle.py. Keep in
+      step with HIVE_HASH_TYPES in python_plugin/src/spark_bucketing/hashing.py. -#}
+  {{ return(['tinyint', 'smallint', 'int', 'bigint', 'string', 'boolean', 'date', 'float', 'double']) }}
+{% endmacro %}
+
+{% macro hive_hash_function() %}{{ return('spark_bucketing_hive_hash') }}{% endmacro %}
+
+{% macro register_hash_functions() %}
+  {{ return(adapter.dispatch('register_hash_functions', 'spark_bucketing')()) }}
+{% endmacro %}
+
+{% macro default__register_hash_functions() %}
+  {#- Hive's own hash UDF, session-scoped; needed before any bucket_id_expr of the hive family runs. -#}
+  {%- call statement('spark_bucketing_register_hash', auto_begin=false) -%}
+    create or replace temporary function {{ spark_bucketing.hive_hash_function() }}
+    as 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFHash'
+  {%- endcall -%}
+{% endmacro %}
+
+{% macro bucket_id_expr(columns, buckets, bucket_hash) %}
+  {{ return(adapter.dispatch('bucket_id_expr', 'spark_bucketing')(columns, buckets, bucket_hash)) }}
+{% endmacro %}
+
+{% macro default__bucket_id_expr(columns, buckets, bucket_hash) -%}
+  {%- set args = spark_bucketing.quoted(columns) | join(', ') -%}
+  {%- if bucket_hash == 'hive' -%}
+    (({{ spark_bucketing.hive_hash_function() }}({{ args }}) & 2147483647) % {{ buckets }})
+  {%- elif bucket_hash == 'spark' -%}
+    pmod(hash({{ args }}), {{ buckets }})
+  {%- else -%}
+    {%- do exceptions.raise_compiler_error("spark_bucketing: unknown bucket hash family '" ~ bucket_hash ~ "'") -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro quoted(columns) %}
+  {%- set out = [] -%}
+  {%- for c in columns -%}{%- do out.append('`' ~ (c | replace('`', '``')) ~ '`') -%}{%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}

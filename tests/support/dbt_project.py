@@ -1,0 +1,84 @@
+"""Temporary dbt projects that install this package, run in-process with dbtRunner."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from dbt.cli.main import dbtRunner, dbtRunnerResult
+
+
+@dataclass
+class DbtProject:
+    root: Path
+    schema: str
+    package_dir: Path
+    name: str = "sb_it"
+    profile_overrides: dict = field(default_factory=dict)
+
+    def setup(self) -> None:
+        (self.root / "models").mkdir(parents=True, exist_ok=True)
+        (self.root / "dbt_project.yml").write_text(
+            yaml.safe_dump(
+                {
+                    "name": self.name,
+                    "version": "1.0.0",
+                    "config-version": 2,
+                    "profile": "sb_it",
+                    "model-paths": ["models"],
+                }
+            )
+        )
+        (self.root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(self.package_dir)}]}))
+        output = {"type": "spark", "method": "session", "host": "localhost", "schema": self.schema}
+        output.update(self.profile_overrides)
+        (self.root / "profiles.yml").write_text(
+            yaml.safe_dump({"sb_it": {"target": "it", "outputs": {"it": output}}})
+        )
+        self.dbt("deps")
+
+    def write_model(self, name: str, sql: str, config: dict | None = None) -> None:
+        body = textwrap.dedent(sql).strip()
+        if config is not None:
+            args = ", ".join(f"{k}={v!r}" for k, v in config.items())
+            body = "{{ config(" + args + ") }}\n" + body
+        (self.root / "models" / f"{name}.sql").write_text(body + "\n")
+
+    def write_file(self, relative: str, text: str) -> None:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+    def remove_model(self, name: str) -> None:
+        (self.root / "models" / f"{name}.sql").unlink(missing_ok=True)
+
+    def dbt(self, *args: str) -> dbtRunnerResult:
+        argv = [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
+        if args and args[0] not in ("deps", "clean", "debug"):
+            argv.append("--no-partial-parse")
+        return dbtRunner().invoke(argv)
+
+    def run(self, *select: str, expect_ok: bool = True, extra: tuple[str, ...] = ()) -> dbtRunnerResult:
+        args = ["run", *extra]
+        if select:
+            args += ["--select", *select]
+        result = self.dbt(*args)
+        if expect_ok:
+            assert result.success, failure_text(result)
+        return result
+
+
+def failure_text(result: dbtRunnerResult) -> str:
+    if result.exception is not None:
+        return f"dbt raised: {result.exception}"
+    messages = []
+    for r in getattr(result.result, "results", None) or []:
+        if str(r.status) not in ("success", "pass"):
+            messages.append(f"{r.node.unique_id}: {r.status}: {r.message}")
+    return "\n".join(messages) or "dbt failed without a message"
+
+
+def node_messages(result: dbtRunnerResult) -> dict[str, str]:
+    return {r.node.name: f"{r.status}: {r.message}" for r in result.result.results}

@@ -17,6 +17,7 @@ class DbtProject:
     package_dir: Path
     name: str = "sb_it"
     profile_overrides: dict = field(default_factory=dict)
+    project_overrides: dict = field(default_factory=dict)
 
     def setup(self) -> None:
         (self.root / "models").mkdir(parents=True, exist_ok=True)
@@ -28,6 +29,8 @@ class DbtProject:
                     "config-version": 2,
                     "profile": "sb_it",
                     "model-paths": ["models"],
+                    "macro-paths": ["macros"],
+                    **self.project_overrides,
                 }
             )
         )

@@ -1,0 +1,146 @@
+"""A failed run never loses the previous table, and bad configs fail before
+anything is written, with a message that says what to change."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.dbt_project import DbtProject, node_messages
+from tests.support.layout import check_layout
+
+GOOD_SQL = "select cast(id as int) as k, cast(id % 3 as string) as p, id as v from range(0, 1000, 1, 4)"
+GOOD = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 8, "partition_by": "p"}
+
+
+def _exists(spark, schema, name):
+    return spark.catalog.tableExists(f"{schema}.{name}")
+
+
+def test_runtime_failure_keeps_previous_table_and_rows(spark, dbt_project):
+    schema = dbt_project.schema
+    dbt_project.write_model("keeper", GOOD_SQL, GOOD)
+    dbt_project.run("keeper")
+    before = sorted(spark.table(f"{schema}.keeper").collect())
+
+    failing = GOOD_SQL.replace("id as v", "case when id = 777 then cast(raise_error('boom at row 777') as bigint) else id end as v")
+    dbt_project.write_model("keeper", failing, GOOD)
+    result = dbt_project.run("keeper", expect_ok=False)
+    assert not result.success
+    assert "boom at row 777" in node_messages(result)["keeper"]
+
+    assert sorted(spark.table(f"{schema}.keeper").collect()) == before
+    report = check_layout(spark, f"{schema}.keeper")
+    assert report.max_files_per_bucket == 1 and report.misplaced_rows == 0 and report.rows == 1000
+
+    # The next good run cleans up what the failed one left and replaces the table.
+    dbt_project.write_model("keeper", GOOD_SQL.replace("1000", "1500"), GOOD)
+    dbt_project.run("keeper")
+    assert spark.table(f"{schema}.keeper").count() == 1500
+    assert not _exists(spark, schema, "keeper__dbt_tmp")
+    assert not _exists(spark, schema, "keeper__dbt_backup")
+
+
+def test_rebuild_replaces_rows_and_spec(spark, dbt_project):
+    schema = dbt_project.schema
+    dbt_project.write_model("respec", GOOD_SQL, GOOD)
+    dbt_project.run("respec")
+    dbt_project.write_model("respec", GOOD_SQL, {**GOOD, "buckets": 5, "bucket_hash": "spark", "file_format": "orc"})
+    dbt_project.run("respec")
+    desc = {r.col_name: r.data_type for r in spark.sql(f"describe table extended {schema}.respec").collect()}
+    assert desc["Num Buckets"] == "5" and desc["Provider"] == "orc"
+    report = check_layout(spark, f"{schema}.respec")
+    assert report.max_files_per_bucket == 1 and report.misplaced_rows == 0 and report.rows == 1000
+
+
+BAD_CONFIGS = {
+    "no_clustered_by": ({"clustered_by": None}, "config 'clustered_by': is missing or empty"),
+    "empty_clustered_by": ({"clustered_by": []}, "config 'clustered_by': is missing or empty"),
+    "no_buckets": ({"buckets": None}, "config 'buckets': is missing"),
+    "string_buckets": ({"buckets": "16"}, "config 'buckets': must be an integer, got the string '16'"),
+    "float_buckets": ({"buckets": 2.5}, "config 'buckets': must be an integer, got 2.5"),
+    "zero_buckets": ({"buckets": 0}, "config 'buckets': must be between 1 and 100000, got 0"),
+    "huge_buckets": ({"buckets": 100001}, "must be between 1 and 100000, got 100001"),
+    "unknown_bucket_column": ({"clustered_by": ["k", "nope"]}, "config 'clustered_by': column 'nope' is not produced by the model's query"),
+    "unknown_sort_column": ({"sorted_by": "nope"}, "config 'sorted_by': column 'nope' is not produced"),
+    "unknown_partition_column": ({"partition_by": ["nope"]}, "config 'partition_by': column 'nope' is not produced"),
+    "bucket_column_is_partition": ({"clustered_by": ["k", "p"]}, "config 'clustered_by': column 'p' is also in partition_by"),
+    "sort_column_is_partition": ({"sorted_by": ["P"]}, "config 'sorted_by': column 'p' is also in partition_by"),
+    "delta_format": ({"file_format": "delta"}, "config 'file_format': bucketed tables support 'parquet' or 'orc', got 'delta'"),
+    "bad_hash": ({"bucket_hash": "murmur"}, "config 'bucket_hash': must be 'hive' or 'spark', got 'murmur'"),
+    "duplicate_bucket_column": ({"clustered_by": ["k", "K"]}, "config 'clustered_by': column 'K' is listed twice"),
+    "timestamp_hive_key": ({"clustered_by": "ts"}, "column 'ts' has type timestamp, which Spark does not hash the way Hive does"),
+    "decimal_hive_key": ({"clustered_by": "amount"}, "cast(amount as bigint)"),
+}
+BAD_SQL = (
+    "select cast(id as int) as k, cast(id % 3 as string) as p, id as v, timestamp'2024-01-01 00:00:00' as ts, "
+    "cast(id as decimal(10,2)) as amount from range(0, 100)"
+)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CONFIGS))
+def test_bad_config_fails_before_anything_is_written(spark, dbt_project, name):
+    schema = dbt_project.schema
+    override, message = BAD_CONFIGS[name]
+    config = {**GOOD, **override}
+    config = {k: v for k, v in config.items() if v is not None}
+    dbt_project.write_model(name, BAD_SQL, config)
+    log = dbt_project.root / "logs" / "dbt.log"
+    log.unlink(missing_ok=True)
+    result = dbt_project.run(name, expect_ok=False)
+    text = node_messages(result)[name]
+    assert message in text
+    assert f"model 'model.sb_it.{name}'" in text and "Fix: " in text
+    assert not _exists(spark, schema, name)
+    assert not _exists(spark, schema, f"{name}__dbt_tmp")
+    statements = log.read_text().lower()
+    assert "create table" not in statements and "insert overwrite" not in statements
+    dbt_project.remove_model(name)
+
+
+def test_bad_config_keeps_existing_table(spark, dbt_project):
+    schema = dbt_project.schema
+    dbt_project.write_model("guarded", GOOD_SQL, GOOD)
+    dbt_project.run("guarded")
+    dbt_project.write_model("guarded", GOOD_SQL, {**GOOD, "clustered_by": "missing_col"})
+    result = dbt_project.run("guarded", expect_ok=False)
+    assert "column 'missing_col' is not produced" in node_messages(result)["guarded"]
+    assert spark.table(f"{schema}.guarded").count() == 1000
+
+
+@pytest.fixture(scope="module")
+def broken_writer_project(spark, tmp_path_factory, dbt_project):
+    """A project that overrides the package's distribution macro (through
+    adapter.dispatch) with one that does not distribute: its writes break the
+    layout, which the materialization must catch before the swap."""
+    project = DbtProject(
+        tmp_path_factory.mktemp("broken"),
+        schema=dbt_project.schema,
+        package_dir=dbt_project.package_dir,
+        name="sb_broken",
+        project_overrides={"dispatch": [{"macro_namespace": "spark_bucketing", "search_order": ["sb_broken", "spark_bucketing"]}]},
+    )
+    project.setup()
+    project.write_file(
+        "macros/no_distribution.sql",
+        """
+        {% macro spark__distributed_select_sql(spec, columns, sql) -%}
+          select /*+ REPARTITION(3) */ * from ({{ sql }}) as s
+        {%- endmacro %}
+        """,
+    )
+    return project
+
+
+def test_layout_check_rejects_a_broken_write_and_keeps_the_old_table(spark, dbt_project, broken_writer_project):
+    schema = dbt_project.schema
+    unpartitioned = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 8}
+    dbt_project.write_model("checked", GOOD_SQL, unpartitioned)
+    dbt_project.run("checked")
+    before = sorted(spark.table(f"{schema}.checked").collect())
+
+    broken_writer_project.write_model("checked", GOOD_SQL.replace("1000", "3000"), unpartitioned)
+    result = broken_writer_project.run("checked", expect_ok=False)
+    message = node_messages(result)["checked"]
+    assert "broke its bucket layout" in message and "files for bucket" in message
+    assert sorted(spark.table(f"{schema}.checked").collect()) == before
+    assert not _exists(spark, schema, "checked__dbt_tmp")

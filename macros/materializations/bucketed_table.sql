@@ -2,16 +2,43 @@
     then swaps it in by renames. A failure at any step before the swap leaves
     the previous table and its rows untouched. -#}
 
-{% macro build_location(spec, identifier, old_info) %}
-  {#- With location_root, builds alternate between two folders so that the new
-      table never writes over the files of the one it replaces. -#}
-  {%- if not spec.location_root -%}{{ return(none) }}{%- endif -%}
+{% macro owned_locations(spec, identifier) %}
+  {#- With location_root, builds alternate between these two folders so that a
+      new table never writes over the files of the table it replaces. -#}
   {%- set primary = spec.location_root ~ '/' ~ identifier -%}
-  {%- set alternate = primary ~ '__dbt_alt' -%}
-  {%- if old_info and (old_info.location or '').rstrip('/').endswith('/' ~ identifier) -%}
+  {{ return([primary, primary ~ '__dbt_alt']) }}
+{% endmacro %}
+
+{% macro is_owned_location(location, spec, identifier) %}
+  {%- set location = (location or '').rstrip('/') -%}
+  {%- for owned in spark_bucketing.owned_locations(spec, identifier) if location.endswith(owned) -%}
+    {{ return(true) }}
+  {%- endfor -%}
+  {{ return(false) }}
+{% endmacro %}
+
+{% macro build_location(spec, identifier, old_info) %}
+  {%- if not spec.location_root -%}{{ return(none) }}{%- endif -%}
+  {%- set primary, alternate = spark_bucketing.owned_locations(spec, identifier) -%}
+  {%- if old_info and (old_info.location or '').rstrip('/').endswith(primary) -%}
     {{ return(alternate) }}
   {%- endif -%}
   {{ return(primary) }}
+{% endmacro %}
+
+{% macro delete_location(location, scratch_relation) %}
+  {#- Spark SQL has no statement that deletes a folder, but dropping a managed
+      table deletes its location: point a scratch managed table at the folder,
+      then drop it. Only ever called on the two folders this materialization
+      owns for a model (see build_location). -#}
+  {%- do adapter.drop_relation(scratch_relation) -%}
+  {%- call statement('spark_bucketing_scratch') -%}
+    create table {{ scratch_relation }} (unused int) using parquet
+  {%- endcall -%}
+  {%- call statement('spark_bucketing_scratch_location') -%}
+    alter table {{ scratch_relation }} set location '{{ location }}'
+  {%- endcall -%}
+  {%- do adapter.drop_relation(scratch_relation) -%}
 {% endmacro %}
 
 {% macro build_bucketed_relation(relation, spec, columns, sql, location) %}
@@ -61,8 +88,13 @@
   {%- do adapter.drop_relation(build_relation) -%}
   {%- do adapter.drop_relation(backup_relation) -%}
 
-  {%- do spark_bucketing.build_bucketed_relation(
-      build_relation, spec, columns, sql, spark_bucketing.build_location(spec, identifier, old_info)) -%}
+  {%- set location = spark_bucketing.build_location(spec, identifier, old_info) -%}
+  {%- set scratch_relation = api.Relation.create(identifier=identifier ~ '__dbt_scratch', schema=schema, database=database, type='table') -%}
+  {%- if location -%}
+    {#- The folder may hold an older build whose partitions the new one would not overwrite. -#}
+    {%- do spark_bucketing.delete_location(location, scratch_relation) -%}
+  {%- endif -%}
+  {%- do spark_bucketing.build_bucketed_relation(build_relation, spec, columns, sql, location) -%}
   {%- if spec.verify_layout -%}
     {%- do spark_bucketing.assert_layout(build_relation, spec) -%}
   {%- endif -%}
@@ -74,6 +106,10 @@
   {%- do adapter.rename_relation(build_relation, target_relation) -%}
   {%- if old_relation is not none -%}
     {%- do adapter.drop_relation(backup_relation.incorporate(type=old_relation.type)) -%}
+    {%- if location and old_info and old_info.type == 'external' and spark_bucketing.is_owned_location(old_info.location, spec, identifier) -%}
+      {#- An external table's files outlive its DROP; the previous build's folder is ours to clear. -#}
+      {%- do spark_bucketing.delete_location(old_info.location, scratch_relation) -%}
+    {%- endif -%}
   {%- endif -%}
 
   {%- set should_revoke = should_revoke(old_relation, full_refresh_mode=True) -%}

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_bucketing import hashing
-from tests.support.spark import BUCKET_IN_NAME, data_files, local_path, table_location
+from spark_bucketing.files import bucket_of, data_files, local_path
+from tests.support.spark import table_location
 
 
 @dataclass
@@ -34,32 +36,48 @@ def _sort_key(values):
 
 
 def check_layout(spark: SparkSession, table: str) -> LayoutReport:
+    """Checks a table's files against the spec its catalog entry declares."""
     desc = {r.col_name: r.data_type for r in spark.sql(f"describe table extended {table}").collect()}
-    num_buckets = int(desc["Num Buckets"])
     strip = lambda s: [c.strip(" `") for c in s.strip("[]").split(",") if c.strip()]  # noqa: E731
-    keys = strip(desc["Bucket Columns"])
-    sort_cols = strip(desc.get("Sort Columns", "[]"))
-    family = "hive" if desc["Provider"].lower() == "hive" else "spark"
-    fmt = "orc" if "orc" in (desc.get("Serde Library", "") + desc["Provider"]).lower() else "parquet"
-    types = {f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields}
-    location = table_location(spark, table)
+    return check_files(
+        spark,
+        location=table_location(spark, table),
+        file_format="orc" if "orc" in (desc.get("Serde Library", "") + desc["Provider"]).lower() else "parquet",
+        keys=strip(desc["Bucket Columns"]),
+        num_buckets=int(desc["Num Buckets"]),
+        family="hive" if desc["Provider"].lower() == "hive" else "spark",
+        sort_cols=strip(desc.get("Sort Columns", "[]")),
+        types={f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields},
+    )
 
+
+def check_files(
+    spark: SparkSession,
+    location: Path,
+    file_format: str,
+    keys: list[str],
+    num_buckets: int,
+    family: str,
+    sort_cols: list[str],
+    types: dict[str, str],
+) -> LayoutReport:
+    """Checks the files under `location` against a bucket spec, without the catalog."""
     report = LayoutReport()
     files = data_files(location)
     report.files = len(files)
     counts: dict = defaultdict(int)
     for f in files:
-        m = BUCKET_IN_NAME.match(f.name)
-        if not m or int(m.group(1)) >= num_buckets:
+        bucket = bucket_of(f.name)
+        if bucket is None or bucket >= num_buckets:
             report.bad_names.append(str(f))
             continue
-        counts[(str(f.parent.relative_to(location)), int(m.group(1)))] += 1
+        counts[(str(f.parent.relative_to(location)), bucket)] += 1
     report.files_per_bucket = dict(counts)
     report.partitions = len({d for d, _ in counts})
 
     if not files:
         return report
-    df = spark.read.format(fmt).load(str(location)).select(
+    df = spark.read.format(file_format).load(str(location)).select(
         F.input_file_name().alias("__file"),
         F.input_file_block_start().alias("__block"),
         F.monotonically_increasing_id().alias("__pos"),
@@ -71,7 +89,7 @@ def check_layout(spark: SparkSession, table: str) -> LayoutReport:
         by_file[r["__file"]].append(r)
     key_types = [types[k] for k in keys]
     for path, rows in by_file.items():
-        file_bucket = int(BUCKET_IN_NAME.match(local_path(path).name).group(1))
+        file_bucket = bucket_of(local_path(path).name)
         rows.sort(key=lambda r: (r["__block"], r["__pos"]))
         previous = None
         for r in rows:

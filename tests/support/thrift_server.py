@@ -1,0 +1,68 @@
+"""A local Spark Thrift Server started from the pyspark wheel itself, with a
+metastore and warehouse of its own (Derby admits one JVM per metastore)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pyspark
+
+from tests.support.spark import LOG4J_CONF
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ThriftServer:
+    def __init__(self, base: Path):
+        self.base = base
+        self.port = free_port()
+        self.warehouse = base / "warehouse"
+        self.log = base / "thrift-server.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 240) -> None:
+        spark_home = Path(pyspark.__file__).parent
+        env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(self.base)}
+        cmd = [
+            str(spark_home / "bin" / "spark-submit"),
+            "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+            "--master", "local[2]",
+            "--conf", f"spark.sql.warehouse.dir={self.warehouse}",
+            "--conf", f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={self.base / 'metastore_db'};create=true",
+            "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={self.base} -Dlog4j2.configurationFile={LOG4J_CONF}",
+            "--conf", "spark.ui.enabled=false",
+            "--conf", "spark.sql.shuffle.partitions=3",
+            "--hiveconf", f"hive.server2.thrift.port={self.port}",
+            "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
+            "spark-internal",
+        ]
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"thrift server exited early:\n{self.log.read_text()[-3000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(1)
+        self.stop()
+        raise RuntimeError(f"thrift server did not open port {self.port} in {timeout}s:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)

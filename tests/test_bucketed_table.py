@@ -31,16 +31,24 @@ MODELS = {
     "static_part_spark_orc_sorted": (
         f"""select 'eu' as region, cast(id % 101 as int) as account_id, concat('e', id % 13) as event
            from range(0, 6000, 1, {TASKS})""",
-        {"clustered_by": "account_id", "buckets": 8, "partition_by": "region", "sorted_by": "event",
-         "bucket_hash": "spark", "file_format": "orc"},
+        {
+            "clustered_by": "account_id",
+            "buckets": 8,
+            "partition_by": "region",
+            "sorted_by": "event",
+            "bucket_hash": "spark",
+            "file_format": "orc",
+        },
     ),
     "multi_key_hive": (
-        f"""select concat('c', id % 53) as country, id % 31 as store_id, case when id % 3 = 0 then 'a' else 'b' end as part,
+        f"""select concat('c', id % 53) as country, id % 31 as store_id,
+                  case when id % 3 = 0 then 'a' else 'b' end as part,
                   id as sale_id from range(0, 8000, 1, {TASKS})""",
         {"clustered_by": ["country", "store_id"], "buckets": 8, "partition_by": ["part"], "sorted_by": ["sale_id"]},
     ),
     "multi_key_spark": (
-        f"""select concat('c', id % 53) as country, id % 31 as store_id, id as sale_id from range(0, 8000, 1, {TASKS})""",
+        f"""select concat('c', id % 53) as country, id % 31 as store_id, id as sale_id
+           from range(0, 8000, 1, {TASKS})""",
         {"clustered_by": ["country", "store_id"], "buckets": 8, "bucket_hash": "spark", "sorted_by": ["sale_id"]},
     ),
     "null_keys_hive": (
@@ -156,15 +164,16 @@ def test_one_file_per_bucket_and_no_misplaced_rows(spark, dbt_project, built, na
 
 def test_sorted_models_really_had_work_to_sort(spark, dbt_project, built):
     """The sort check can fail: the input is not already in sorted_by order."""
-    first = spark.sql(
-        f"select amount from ({MODELS['dynamic_part_hive_sorted'][0]}) limit 50"
-    ).collect()
+    first = spark.sql(f"select amount from ({MODELS['dynamic_part_hive_sorted'][0]}) limit 50").collect()
     amounts = [r.amount for r in first]
     assert amounts != sorted(amounts)
 
 
 def test_hive_tables_declare_a_hive_spec(spark, dbt_project, built):
-    rows = {r.col_name: r.data_type for r in spark.sql(f"describe table extended {dbt_project.schema}.dynamic_part_hive_sorted").collect()}
+    rows = {
+        r.col_name: r.data_type
+        for r in spark.sql(f"describe table extended {dbt_project.schema}.dynamic_part_hive_sorted").collect()
+    }
     assert rows["Provider"] == "hive"
     assert rows["Num Buckets"] == "16"
     assert "bucketing_version=1" in rows["Table Properties"]
@@ -175,7 +184,10 @@ def test_hive_tables_declare_a_hive_spec(spark, dbt_project, built):
 
 
 def test_spark_tables_are_datasource_tables(spark, dbt_project, built):
-    rows = {r.col_name: r.data_type for r in spark.sql(f"describe table extended {dbt_project.schema}.unpart_spark_orc").collect()}
+    rows = {
+        r.col_name: r.data_type
+        for r in spark.sql(f"describe table extended {dbt_project.schema}.unpart_spark_orc").collect()
+    }
     assert rows["Provider"] == "orc"
     assert rows["Num Buckets"] == "7"
 

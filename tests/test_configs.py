@@ -17,8 +17,14 @@ def _sql(parts: int) -> str:
 def test_location_root_alternates_folders_and_leaves_no_stale_files(spark, dbt_project, tmp_path, family):
     schema = dbt_project.schema
     name = f"external_{family}"
-    config = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 4, "partition_by": "p",
-              "bucket_hash": family, "location_root": str(tmp_path / "lake")}
+    config = {
+        "materialized": "bucketed_table",
+        "clustered_by": "k",
+        "buckets": 4,
+        "partition_by": "p",
+        "bucket_hash": family,
+        "location_root": str(tmp_path / "lake"),
+    }
     locations = []
     for parts in (3, 2, 1):  # each run writes fewer partitions than the one before
         dbt_project.write_model(name, _sql(parts), config)
@@ -52,13 +58,21 @@ def test_tblproperties_and_persist_docs(spark, dbt_project):
         """,
     )
     dbt_project.write_model(
-        "documented", _sql(2),
-        {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 4,
-         "tblproperties": {"owner_team": "analytics"},
-         "persist_docs": {"relation": True, "columns": True}},
+        "documented",
+        _sql(2),
+        {
+            "materialized": "bucketed_table",
+            "clustered_by": "k",
+            "buckets": 4,
+            "tblproperties": {"owner_team": "analytics"},
+            "persist_docs": {"relation": True, "columns": True},
+        },
     )
     dbt_project.run("documented")
-    desc = {r.col_name: (r.data_type, r.comment) for r in spark.sql(f"describe table extended {schema}.documented").collect()}
+    desc = {
+        r.col_name: (r.data_type, r.comment)
+        for r in spark.sql(f"describe table extended {schema}.documented").collect()
+    }
     assert desc["k"][1] == "The customer's key"
     assert desc["Comment"][0] == "Customers' table"
     assert "owner_team=analytics" in desc["Table Properties"][0]

@@ -22,7 +22,9 @@ def test_runtime_failure_keeps_previous_table_and_rows(spark, dbt_project):
     dbt_project.run("keeper")
     before = sorted(spark.table(f"{schema}.keeper").collect())
 
-    failing = GOOD_SQL.replace("id as v", "case when id = 777 then cast(raise_error('boom at row 777') as bigint) else id end as v")
+    failing = GOOD_SQL.replace(
+        "id as v", "case when id = 777 then cast(raise_error('boom at row 777') as bigint) else id end as v"
+    )
     dbt_project.write_model("keeper", failing, GOOD)
     result = dbt_project.run("keeper", expect_ok=False)
     assert not result.success
@@ -60,15 +62,27 @@ BAD_CONFIGS = {
     "float_buckets": ({"buckets": 2.5}, "config 'buckets': must be an integer, got 2.5"),
     "zero_buckets": ({"buckets": 0}, "config 'buckets': must be between 1 and 100000, got 0"),
     "huge_buckets": ({"buckets": 100001}, "must be between 1 and 100000, got 100001"),
-    "unknown_bucket_column": ({"clustered_by": ["k", "nope"]}, "config 'clustered_by': column 'nope' is not produced by the model's query"),
+    "unknown_bucket_column": (
+        {"clustered_by": ["k", "nope"]},
+        "config 'clustered_by': column 'nope' is not produced by the model's query",
+    ),
     "unknown_sort_column": ({"sorted_by": "nope"}, "config 'sorted_by': column 'nope' is not produced"),
     "unknown_partition_column": ({"partition_by": ["nope"]}, "config 'partition_by': column 'nope' is not produced"),
-    "bucket_column_is_partition": ({"clustered_by": ["k", "p"]}, "config 'clustered_by': column 'p' is also in partition_by"),
+    "bucket_column_is_partition": (
+        {"clustered_by": ["k", "p"]},
+        "config 'clustered_by': column 'p' is also in partition_by",
+    ),
     "sort_column_is_partition": ({"sorted_by": ["P"]}, "config 'sorted_by': column 'p' is also in partition_by"),
-    "delta_format": ({"file_format": "delta"}, "config 'file_format': bucketed tables support 'parquet' or 'orc', got 'delta'"),
+    "delta_format": (
+        {"file_format": "delta"},
+        "config 'file_format': bucketed tables support 'parquet' or 'orc', got 'delta'",
+    ),
     "bad_hash": ({"bucket_hash": "murmur"}, "config 'bucket_hash': must be 'hive' or 'spark', got 'murmur'"),
     "duplicate_bucket_column": ({"clustered_by": ["k", "K"]}, "config 'clustered_by': column 'K' is listed twice"),
-    "timestamp_hive_key": ({"clustered_by": "ts"}, "column 'ts' has type timestamp, which Spark does not hash the way Hive does"),
+    "timestamp_hive_key": (
+        {"clustered_by": "ts"},
+        "column 'ts' has type timestamp, which Spark does not hash the way Hive does",
+    ),
     "decimal_hive_key": ({"clustered_by": "amount"}, "cast(amount as bigint)"),
 }
 BAD_SQL = (
@@ -117,7 +131,9 @@ def broken_writer_project(spark, tmp_path_factory, dbt_project):
         schema=dbt_project.schema,
         package_dir=dbt_project.package_dir,
         name="sb_broken",
-        project_overrides={"dispatch": [{"macro_namespace": "spark_bucketing", "search_order": ["sb_broken", "spark_bucketing"]}]},
+        project_overrides={
+            "dispatch": [{"macro_namespace": "spark_bucketing", "search_order": ["sb_broken", "spark_bucketing"]}]
+        },
     )
     project.setup()
     project.write_file(

@@ -124,8 +124,10 @@ def test_bucket_ids_equal_the_files_spark_writes(spark, family):
         spark.sql(f"drop table if exists {table}")
         storage = "stored as parquet" if family == "hive" else "using parquet"
         ddl_cols = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
-        spark.sql(f"create table {table} ({ddl_cols}) {'' if family == 'hive' else storage} "
-                  f"clustered by ({col_list}) into {num_buckets} buckets {storage if family == 'hive' else ''}")
+        spark.sql(
+            f"create table {table} ({ddl_cols}) {'' if family == 'hive' else storage} "
+            f"clustered by ({col_list}) into {num_buckets} buckets {storage if family == 'hive' else ''}"
+        )
         spark.sql(f"insert into {table} select /*+ REPARTITION(3) */ * from hash_input")
         written = _written_buckets(spark, table)
         assert len(written) == len(rows)
@@ -143,7 +145,9 @@ def test_timestamp_is_left_out_of_the_hive_family_because_spark_and_hive_disagre
     values = [dt.datetime(1969, 12, 31, 23, 59, 59, 123456), dt.datetime(2000, 1, 1), dt.datetime(2024, 3, 10, 2, 30)]
     spark.sql("create database if not exists t_hashing")
     spark.sql("drop table if exists t_hashing.hive_ts")
-    spark.sql("create table t_hashing.hive_ts (rid int, k timestamp) clustered by (k) into 1024 buckets stored as parquet")
+    spark.sql(
+        "create table t_hashing.hive_ts (rid int, k timestamp) clustered by (k) into 1024 buckets stored as parquet"
+    )
     rows = ", ".join(f"({i}, timestamp'{v.isoformat(sep=' ')}')" for i, v in enumerate(values))
     spark.sql(f"insert into t_hashing.hive_ts values {rows}")
     written = _written_buckets(spark, "t_hashing.hive_ts")

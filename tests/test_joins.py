@@ -15,16 +15,27 @@ def _exchanges_under_join(spark, sql: str) -> int:
 @pytest.fixture(scope="module")
 def tables(spark, dbt_project):
     users = "select cast(id as int) as user_id, concat('u', id) as name from range(0, 2000, 1, 5)"
-    orders = "select cast(id % 2000 as int) as user_id, id as order_id, cast(id % 4 as string) as p from range(0, 20000, 1, 7)"
+    orders = (
+        "select cast(id % 2000 as int) as user_id, id as order_id, cast(id % 4 as string) as p "
+        "from range(0, 20000, 1, 7)"
+    )
     for family in ("spark", "hive"):
         dbt_project.write_model(
-            f"users_{family}", users,
+            f"users_{family}",
+            users,
             {"materialized": "bucketed_table", "clustered_by": "user_id", "buckets": 8, "bucket_hash": family},
         )
         dbt_project.write_model(
-            f"orders_{family}", orders,
-            {"materialized": "bucketed_table", "clustered_by": "user_id", "buckets": 8, "bucket_hash": family,
-             "partition_by": "p", "sorted_by": "order_id"},
+            f"orders_{family}",
+            orders,
+            {
+                "materialized": "bucketed_table",
+                "clustered_by": "user_id",
+                "buckets": 8,
+                "bucket_hash": family,
+                "partition_by": "p",
+                "sorted_by": "order_id",
+            },
         )
     dbt_project.run()
     return dbt_project.schema
@@ -45,7 +56,12 @@ def test_spark_hash_tables_join_without_exchange(spark, tables):
 
 
 def test_spark_hash_aggregation_on_bucket_key_needs_no_exchange(spark, tables):
-    plan = spark.sql(f"select user_id, count(*) from {tables}.orders_spark group by user_id")._jdf.queryExecution().executedPlan().toString()
+    plan = (
+        spark.sql(f"select user_id, count(*) from {tables}.orders_spark group by user_id")
+        ._jdf.queryExecution()
+        .executedPlan()
+        .toString()
+    )
     assert "Exchange" not in plan
 
 

@@ -38,15 +38,33 @@ def _good_file(bucket, order=1):
 
 CASES = {
     # name: list of (file name, rows), expected problem fragments
-    "sound": ([("part-00000-a_00000.c000.snappy.parquet", _good_file(0)),
-               ("part-00001-a_00002.c000.snappy.parquet", _good_file(2))], []),
-    "two_files_one_bucket": ([("part-00000-a_00001.c000.snappy.parquet", _good_file(1)),
-                              ("part-00001-a_00001.c000.snappy.parquet", _good_file(1))],
-                             ["2 files for bucket 1", "2 files for bucket 1"]),
-    "misplaced_rows": ([("part-00000-a_00002.c000.snappy.parquet", _good_file(1))], ["20 of 20 rows belong to other buckets"]),
-    "bucket_id_too_large": ([("part-00000-a_00009.c000.snappy.parquet", _good_file(1))], ["bucket id 9 >= bucket count 4"]),
+    "sound": (
+        [
+            ("part-00000-a_00000.c000.snappy.parquet", _good_file(0)),
+            ("part-00001-a_00002.c000.snappy.parquet", _good_file(2)),
+        ],
+        [],
+    ),
+    "two_files_one_bucket": (
+        [
+            ("part-00000-a_00001.c000.snappy.parquet", _good_file(1)),
+            ("part-00001-a_00001.c000.snappy.parquet", _good_file(1)),
+        ],
+        ["2 files for bucket 1", "2 files for bucket 1"],
+    ),
+    "misplaced_rows": (
+        [("part-00000-a_00002.c000.snappy.parquet", _good_file(1))],
+        ["20 of 20 rows belong to other buckets"],
+    ),
+    "bucket_id_too_large": (
+        [("part-00000-a_00009.c000.snappy.parquet", _good_file(1))],
+        ["bucket id 9 >= bucket count 4"],
+    ),
     "no_bucket_id": ([("part-00000-a.c000.snappy.parquet", _good_file(1))], ["file name carries no bucket id"]),
-    "unsorted": ([("part-00000-a_00003.c000.snappy.parquet", _good_file(3, order=-1))], ["19 rows out of sorted_by order"]),
+    "unsorted": (
+        [("part-00000-a_00003.c000.snappy.parquet", _good_file(3, order=-1))],
+        ["19 rows out of sorted_by order"],
+    ),
 }
 
 
@@ -66,7 +84,9 @@ def crafted(spark, dbt_project, tmp_path_factory):
         assert len(data_files(table_location(spark, f"{schema}.{name}"))) == len(files)
     dbt_project.write_file(
         "models/sources.yml",
-        "version: 2\nsources:\n  - name: crafted\n    schema: " + schema + "\n    tables:\n"
+        "version: 2\nsources:\n  - name: crafted\n    schema: "
+        + schema
+        + "\n    tables:\n"
         + "".join(f"      - name: {name}\n        data_tests: [spark_bucketing.bucket_layout]\n" for name in CASES),
     )
     result = dbt_project.dbt("test")

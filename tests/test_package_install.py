@@ -20,9 +20,21 @@ def test_installed_package_builds_no_demo_models(dbt_project):
 def test_demo_profile_lists_the_demo_models(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARK_BUCKETING_DEMO_DIR", str(tmp_path))
     result = dbtRunner().invoke(
-        ["ls", "--resource-type", "model", "--output", "name",
-         "--project-dir", str(REPO_ROOT), "--profiles-dir", str(REPO_ROOT / "profiles"),
-         "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
+        [
+            "ls",
+            "--resource-type",
+            "model",
+            "--output",
+            "name",
+            "--project-dir",
+            str(REPO_ROOT),
+            "--profiles-dir",
+            str(REPO_ROOT / "profiles"),
+            "--target-path",
+            str(tmp_path / "target"),
+            "--log-path",
+            str(tmp_path / "logs"),
+        ]
     )
     assert result.success
     assert sorted(result.result) == ["order_lines", "orders", "user_order_totals", "users"]

@@ -35,14 +35,23 @@ def thrift_project(server, tmp_path_factory, dbt_project):
     project.setup()
     for family in ("hive", "spark"):
         project.write_model(
-            f"events_{family}", SQL,
-            {"materialized": "bucketed_table", "clustered_by": "customer_id", "buckets": 6, "bucket_hash": family,
-             "partition_by": "region", "sorted_by": ["event_id"]},
+            f"events_{family}",
+            SQL,
+            {
+                "materialized": "bucketed_table",
+                "clustered_by": "customer_id",
+                "buckets": 6,
+                "bucket_hash": family,
+                "partition_by": "region",
+                "sorted_by": ["event_id"],
+            },
         )
     project.write_file(
         "models/schema.yml",
         "version: 2\nmodels:\n"
-        + "".join(f"  - name: events_{f}\n    data_tests: [spark_bucketing.bucket_layout]\n" for f in ("hive", "spark")),
+        + "".join(
+            f"  - name: events_{f}\n    data_tests: [spark_bucketing.bucket_layout]\n" for f in ("hive", "spark")
+        ),
     )
     return project
 
@@ -56,7 +65,13 @@ def test_build_and_test_through_thrift(spark, server, thrift_project):
     for family in ("hive", "spark"):
         location = server.warehouse / "t_thrift.db" / f"events_{family}"
         report = check_files(
-            spark, location, "parquet", ["customer_id"], 6, family, ["event_id"],
+            spark,
+            location,
+            "parquet",
+            ["customer_id"],
+            6,
+            family,
+            ["event_id"],
             {"customer_id": "int", "event_id": "bigint"},
         )
         assert report.bad_names == []

@@ -37,9 +37,7 @@ class DbtProject:
         (self.root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(self.package_dir)}]}))
         output = {"type": "spark", "method": "session", "host": "localhost", "schema": self.schema}
         output.update(self.profile_overrides)
-        (self.root / "profiles.yml").write_text(
-            yaml.safe_dump({"sb_it": {"target": "it", "outputs": {"it": output}}})
-        )
+        (self.root / "profiles.yml").write_text(yaml.safe_dump({"sb_it": {"target": "it", "outputs": {"it": output}}}))
         self.dbt("deps")
 
     def write_model(self, name: str, sql: str, config: dict | None = None) -> None:

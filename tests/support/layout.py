@@ -77,12 +77,16 @@ def check_files(
 
     if not files:
         return report
-    df = spark.read.format(file_format).load(str(location)).select(
-        F.input_file_name().alias("__file"),
-        F.input_file_block_start().alias("__block"),
-        F.monotonically_increasing_id().alias("__pos"),
-        *keys,
-        *sort_cols,
+    df = (
+        spark.read.format(file_format)
+        .load(str(location))
+        .select(
+            F.input_file_name().alias("__file"),
+            F.input_file_block_start().alias("__block"),
+            F.monotonically_increasing_id().alias("__pos"),
+            *keys,
+            *sort_cols,
+        )
     )
     by_file: dict = defaultdict(list)
     for r in df.collect():

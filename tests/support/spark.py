@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_bucketing.sparklogs import quiet_pyspark_logs
 from spark_bucketing.files import BUCKET_IN_NAME, data_files, files_per_bucket, local_path  # noqa: F401
+from spark_bucketing.sparklogs import quiet_pyspark_logs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"

@@ -34,15 +34,25 @@ class ThriftServer:
         env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(self.base)}
         cmd = [
             str(spark_home / "bin" / "spark-submit"),
-            "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
-            "--master", "local[2]",
-            "--conf", f"spark.sql.warehouse.dir={self.warehouse}",
-            "--conf", f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={self.base / 'metastore_db'};create=true",
-            "--conf", f"spark.driver.extraJavaOptions=-Dderby.system.home={self.base} -Dlog4j2.configurationFile={LOG4J_CONF}",
-            "--conf", "spark.ui.enabled=false",
-            "--conf", "spark.sql.shuffle.partitions=3",
-            "--hiveconf", f"hive.server2.thrift.port={self.port}",
-            "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
+            "--class",
+            "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+            "--master",
+            "local[2]",
+            "--conf",
+            f"spark.sql.warehouse.dir={self.warehouse}",
+            "--conf",
+            "spark.hadoop.javax.jdo.option.ConnectionURL="
+            f"jdbc:derby:;databaseName={self.base / 'metastore_db'};create=true",
+            "--conf",
+            f"spark.driver.extraJavaOptions=-Dderby.system.home={self.base} -Dlog4j2.configurationFile={LOG4J_CONF}",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.sql.shuffle.partitions=3",
+            "--hiveconf",
+            f"hive.server2.thrift.port={self.port}",
+            "--hiveconf",
+            "hive.server2.thrift.bind.host=127.0.0.1",
             "spark-internal",
         ]
         with open(self.log, "wb") as log:
@@ -57,7 +67,9 @@ class ThriftServer:
             except OSError:
                 time.sleep(1)
         self.stop()
-        raise RuntimeError(f"thrift server did not open port {self.port} in {timeout}s:\n{self.log.read_text()[-3000:]}")
+        raise RuntimeError(
+            f"thrift server did not open port {self.port} in {timeout}s:\n{self.log.read_text()[-3000:]}"
+        )
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -38,7 +38,9 @@ def cmd_files(args: argparse.Namespace) -> int:
     from spark_bucketing.files import files_per_bucket, local_path
 
     counts = files_per_bucket(local_path(args.location))
-    for (directory, bucket), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])):
+    for (directory, bucket), n in sorted(
+        counts.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])
+    ):
         flag = "" if n == 1 and bucket is not None else "   <-- " + ("no bucket id" if bucket is None else f"{n} files")
         print(f"{directory or '.'}\tbucket {bucket}\t{n} file(s){flag}")
     return 0 if all(n == 1 and b is not None for (_, b), n in counts.items()) else 1

@@ -83,8 +83,11 @@ def run_demo(project_dir: Path, state_dir: Path) -> int:
     if broken:
         print(f"\ndemo: more than one file per bucket in {', '.join(broken)}", file=sys.stderr)
         return 1
-    plan = spark.sql(
-        "select * from bucketing_demo.users u join bucketing_demo.orders o on u.user_id = o.user_id"
-    )._jdf.queryExecution().executedPlan().toString()
+    plan = (
+        spark.sql("select * from bucketing_demo.users u join bucketing_demo.orders o on u.user_id = o.user_id")
+        ._jdf.queryExecution()
+        .executedPlan()
+        .toString()
+    )
     print(f"\nusers JOIN orders on user_id: {plan.count('Exchange')} shuffle exchanges in Spark's physical plan")
     return 0

@@ -137,8 +137,8 @@ def _days(value: Any) -> int:
 def _micros(value: Any) -> int:
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
-        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
+        delta = value - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     return int(value)
 
@@ -168,8 +168,7 @@ def spark_hash(values: Sequence[Any], types: Sequence[str], seed: int = _SPARK_S
             h = murmur3_bytes(str(value).encode("utf-8"), h)
         else:
             raise UnsupportedTypeError(
-                f"cannot compute Spark's hash of a {type_name!r} column; "
-                f"supported types: {', '.join(SPARK_HASH_TYPES)}"
+                f"cannot compute Spark's hash of a {type_name!r} column; supported types: {', '.join(SPARK_HASH_TYPES)}"
             )
     return h
 
@@ -225,9 +224,7 @@ def bucket_id(values: Sequence[Any], types: Sequence[str], num_buckets: int, fam
     raise ValueError(f"unknown hash family {family!r}; expected one of {FAMILIES}")
 
 
-def bucket_ids(
-    rows: Iterable[Sequence[Any]], types: Sequence[str], num_buckets: int, family: str
-) -> list[int]:
+def bucket_ids(rows: Iterable[Sequence[Any]], types: Sequence[str], num_buckets: int, family: str) -> list[int]:
     """``bucket_id`` over many rows, with the type dispatch resolved once."""
     normalized = [normalize_type(t) for t in types]
     return [bucket_id(row, normalized, num_buckets, family) for row in rows]

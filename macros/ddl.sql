@@ -1,4 +1,6 @@
-{#- CREATE TABLE statements for bucketed tables. -#}
+{#- CREATE TABLE statements. `spec.buckets` none declares the table unbucketed
+    (while its partitions follow different specs); `spec.bucket_hash` picks
+    the table kind: a Hive-format table for 'hive', a datasource table for 'spark'. -#}
 
 {% macro create_bucketed_table_sql(relation, spec, columns, location) %}
   {{ return(adapter.dispatch('create_bucketed_table_sql', 'spark_bucketing')(relation, spec, columns, location)) }}
@@ -16,7 +18,7 @@
 {% macro table_properties_clause(spec) -%}
   {%- set props = {} -%}
   {%- do props.update(config.get('tblproperties') or {}) -%}
-  {%- if spec.bucket_hash == 'hive' -%}
+  {%- if spec.bucket_hash == 'hive' and spec.buckets -%}
     {#- v1 is the hash Spark writes; a v2 label would send Hive 3 and Trino to the wrong files. -#}
     {%- do props.update({'bucketing_version': '1'}) -%}
   {%- endif -%}
@@ -50,11 +52,13 @@
     {%- endfor -%}
   )
   {%- endif %}
+  {%- if spec.buckets %}
   clustered by ({{ spark_bucketing.quoted(spec.clustered_by) | join(', ') }})
   {%- if spec.sorted_by %}
   sorted by ({{ spark_bucketing.quoted(spec.sorted_by) | join(', ') }})
   {%- endif %}
   into {{ spec.buckets }} buckets
+  {%- endif %}
   {%- if is_hive %}
   stored as {{ spec.file_format }}
   {%- endif %}

@@ -1,60 +1,111 @@
-{#- The layout check: reads a table's files directly (not through the catalog,
-    whose bucketed scan would skip files with a bucket id >= N) and returns one
-    row per file that breaks the declared spec. Used by the materialization
-    before it swaps a table in, and by the bucket_layout test. -#}
+{#- The layout check. Reads a table through the catalog with bucketed reads
+    turned off (a bucketed scan silently skips files whose bucket id is too
+    high, and rejects names without one), recomputes every row's bucket with
+    the spec its partition should follow, and returns one row per file that
+    breaks it. Used by the materializations before they publish a write, and
+    by the bucket_layout test. -#}
 
-{% macro out_of_order_expr(sort_columns) -%}
-  {#- True when the previous row of the file sorts after this one (ascending,
-      NULLs first, as Spark's writer sorts). -#}
+{% macro out_of_order_expr(indexes) -%}
+  {#- True when the previous row of the file sorts after this one on the sort
+      columns at `indexes` (ascending, NULLs first, as Spark's writer sorts). -#}
   {%- set terms = [] -%}
-  {%- for i in range(sort_columns | length) -%}
+  {%- for i in indexes -%}
     {%- set parts = [] -%}
-    {%- for j in range(i) -%}{%- do parts.append('__sb_prev_' ~ j ~ ' <=> __sb_sort_' ~ j) -%}{%- endfor -%}
+    {%- for j in indexes[:loop.index0] -%}{%- do parts.append('__sb_prev_' ~ j ~ ' <=> __sb_sort_' ~ j) -%}{%- endfor -%}
     {%- do parts.append('(__sb_prev_' ~ i ~ ' is not null and (__sb_sort_' ~ i ~ ' is null or __sb_prev_' ~ i ~ ' > __sb_sort_' ~ i ~ '))') -%}
     {%- do terms.append('(' ~ (parts | join(' and ')) ~ ')') -%}
   {%- endfor -%}
-  (__sb_has_prev and ({{ terms | join(' or ') }}))
+  {{ '(__sb_has_prev and (' ~ (terms | join(' or ')) ~ '))' if terms else 'false' }}
 {%- endmacro %}
 
-{% macro layout_violations_sql(files_view, clustered_by, buckets, bucket_hash, sorted_by=[]) -%}
+{% macro partition_path_expr(partition_count) -%}
+  {#- The partition folder path (e.g. order_date=2024-06-01) of the row's file. -#}
+  {%- if partition_count == 0 -%}''
+  {%- else -%}regexp_extract(input_file_name(), '([^/]+{{ '(?:/[^/]+)' ~ '{' ~ (partition_count - 1) ~ '}' if partition_count > 1 }})/[^/]+$', 1)
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro expected_specs(info, meta) %}
+  {#- [(spec record, [partition paths] or none for "every partition")]: the
+      recorded spec of each partition where metadata exists, else the spec
+      the catalog declares. -#}
+  {%- set declared = {'hash': info.bucket_hash, 'clustered_by': info.clustered_by, 'buckets': info.buckets, 'sorted_by': info.sorted_by} if info.buckets else none -%}
+  {%- if meta.table -%}{{ return([(meta.table, none)]) }}{%- endif -%}
+  {%- if not meta.partitions -%}{{ return([(declared, none)] if declared else []) }}{%- endif -%}
+  {%- set groups = [] -%}
+  {%- for path, rec in meta.partitions | dictsort -%}
+    {%- set found = namespace(done=false) -%}
+    {%- for spec, paths in groups if not found.done and spark_bucketing.same_spec(spec, rec) -%}
+      {%- do paths.append(path) -%}{%- set found.done = true -%}
+    {%- endfor -%}
+    {%- if not found.done -%}{%- do groups.append((rec, [path])) -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return(groups) }}
+{% endmacro %}
+
+{% macro layout_violations_sql(relation, partition_count, groups) -%}
+  {%- set sort_columns = [] -%}
+  {%- for spec, _ in groups -%}
+    {%- for c in spec.sorted_by if c | lower not in sort_columns | map('lower') | list -%}{%- do sort_columns.append(c) -%}{%- endfor -%}
+  {%- endfor -%}
+  {%- set sort_lower = sort_columns | map('lower') | list -%}
   {%- set file_bucket_pattern = '^.*/[^/]*_([0-9]+)([.][^/]*)?$' -%}
-  with __sb_rows as (
+  with __sb_scan as (
+    select *, input_file_name() as __sb_file, {{ spark_bucketing.partition_path_expr(partition_count) }} as __sb_path
+      {%- if sort_columns -%}, input_file_block_start() as __sb_block, monotonically_increasing_id() as __sb_pos{%- endif %}
+    from {{ relation }}
+  ),
+  __sb_rows as (
     select
-      input_file_name() as file_path,
-      {{ spark_bucketing.bucket_id_expr(clustered_by, buckets, bucket_hash) }} as row_bucket
-      {%- for c in sorted_by %},
+      __sb_file as file_path,
+      __sb_path as partition_path,
+      case
+        {%- for spec, paths in groups %}
+        when {{ spark_bucketing.paths_predicate(paths) }} then {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) }}
+        {%- endfor %}
+      end as row_bucket,
+      case
+        {%- for spec, paths in groups %}
+        when {{ spark_bucketing.paths_predicate(paths) }} then {{ spec.buckets }}
+        {%- endfor %}
+      end as buckets,
+      case
+        {%- for spec, paths in groups %}
+        when {{ spark_bucketing.paths_predicate(paths) }} then {{ loop.index0 }}
+        {%- endfor %}
+      end as spec_group
+      {%- for c in sort_columns %},
       {{ spark_bucketing.quoted([c])[0] }} as __sb_sort_{{ loop.index0 }}
       {%- endfor %}
-      {%- if sorted_by %},
-      input_file_block_start() as __sb_block,
-      monotonically_increasing_id() as __sb_pos
-      {%- endif %}
-    from {{ files_view }}
-  ),
-  {%- if sorted_by %}
-  __sb_prev as (
-    select *,
+      {%- if sort_columns %},
       lag(1) over __sb_w is not null as __sb_has_prev
-      {%- for c in sorted_by %},
-      lag(__sb_sort_{{ loop.index0 }}) over __sb_w as __sb_prev_{{ loop.index0 }}
+      {%- for c in sort_columns %},
+      lag({{ spark_bucketing.quoted([c])[0] }}) over __sb_w as __sb_prev_{{ loop.index0 }}
       {%- endfor %}
-    from __sb_rows
-    window __sb_w as (partition by file_path order by __sb_block, __sb_pos)
+      {%- endif %}
+    from __sb_scan
+    {%- if sort_columns %}
+    window __sb_w as (partition by __sb_file order by __sb_block, __sb_pos)
+    {%- endif %}
   ),
-  {%- endif %}
   __sb_files as (
     select
       file_path,
+      max(partition_path) as partition_path,
       regexp_extract(file_path, '^(.*)/[^/]*$', 1) as directory,
       try_cast(nullif(regexp_extract(file_path, '{{ file_bucket_pattern }}', 1), '') as int) as file_bucket,
+      max(buckets) as buckets,
       count(*) as row_count,
       count_if(row_bucket != try_cast(nullif(regexp_extract(file_path, '{{ file_bucket_pattern }}', 1), '') as int)) as misplaced_rows,
-      {% if sorted_by -%}
-      count_if({{ spark_bucketing.out_of_order_expr(sorted_by) }})
-      {%- else -%}
-      cast(0 as bigint)
-      {%- endif %} as unsorted_rows
-    from {{ '__sb_prev' if sorted_by else '__sb_rows' }}
+      count_if(case
+        {%- for spec, _ in groups %}
+        {%- set idx = [] -%}
+        {%- for c in spec.sorted_by -%}{%- do idx.append(sort_lower.index(c | lower)) -%}{%- endfor %}
+        when spec_group = {{ loop.index0 }} then {{ spark_bucketing.out_of_order_expr(idx) }}
+        {%- endfor %}
+        else false
+      end) as unsorted_rows
+    from __sb_rows
     group by file_path
   ),
   __sb_checked as (
@@ -63,53 +114,47 @@
   )
   select
     file_path,
+    partition_path,
     file_bucket,
     row_count,
     misplaced_rows,
     unsorted_rows,
     files_for_bucket,
     case
+      when buckets is null then 'no bucket spec is recorded or declared for partition ' || partition_path
       when file_bucket is null then 'file name carries no bucket id'
-      when file_bucket >= {{ buckets }} then 'bucket id ' || file_bucket || ' >= bucket count {{ buckets }}'
+      when file_bucket >= buckets then 'bucket id ' || file_bucket || ' >= bucket count ' || buckets
       when files_for_bucket > 1 then files_for_bucket || ' files for bucket ' || file_bucket || ' in ' || directory
       when misplaced_rows > 0 then misplaced_rows || ' of ' || row_count || ' rows belong to other buckets'
       when unsorted_rows > 0 then unsorted_rows || ' rows out of sorted_by order'
     end as problem
   from __sb_checked
-  where file_bucket is null or file_bucket >= {{ buckets }} or files_for_bucket > 1
+  where buckets is null or file_bucket is null or file_bucket >= buckets or files_for_bucket > 1
      or misplaced_rows > 0 or unsorted_rows > 0
   order by file_path
 {%- endmacro %}
 
-{% macro layout_violations(relation, info=none) %}
-  {#- Runs the check against a table as the catalog declares it; returns the
-      offending files (an agate table, empty when the layout is sound). -#}
-  {%- set info = info or spark_bucketing.table_info(relation) -%}
-  {%- if not info.buckets -%}
-    {%- do exceptions.raise_compiler_error("spark_bucketing: " ~ relation ~ " is not a bucketed table (the catalog declares no bucket spec)") -%}
+{% macro paths_predicate(paths) -%}
+  {%- if paths is none -%}true
+  {%- else -%}__sb_path in ({% for p in paths %}{{ spark_bucketing.sql_string(p) }}{{ ', ' if not loop.last }}{% endfor %})
   {%- endif -%}
-  {%- if info.bucket_hash == 'hive' -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
-  {%- set files_view = spark_bucketing.files_view(relation, info) -%}
-  {%- set violations = run_query(spark_bucketing.layout_violations_sql(
-      files_view, info.clustered_by, info.buckets, info.bucket_hash, info.sorted_by)) -%}
-  {%- do run_query('drop view if exists ' ~ files_view) -%}
-  {{ return(violations) }}
-{% endmacro %}
+{%- endmacro %}
 
-{% macro files_view(relation, info) %}
-  {#- A temporary view over the table's files as plain files: no bucketed scan
-      (which would skip or reject badly named files), and a schema given up
-      front so that a location without files reads as empty. -#}
-  {%- set name = '__sb_files_' ~ (relation.identifier | lower) -%}
-  {%- set needed = [] -%}
-  {%- for c in info.clustered_by + info.sorted_by if c | lower not in needed | map('lower') | list -%}{%- do needed.append(c) -%}{%- endfor -%}
-  {%- set types = {} -%}
-  {%- for name_, type_ in info.columns.items() -%}{%- do types.update({name_ | lower: type_}) -%}{%- endfor -%}
-  {%- set schema = [] -%}
-  {%- for c in needed -%}{%- do schema.append(spark_bucketing.quoted([c])[0] ~ ' ' ~ types[c | lower]) -%}{%- endfor -%}
-  {%- do run_query('create or replace temporary view ' ~ name ~ ' (' ~ (schema | join(', ')) ~ ') using '
-      ~ info.file_format ~ " options (path '" ~ info.location ~ "')") -%}
-  {{ return(name) }}
+{% macro layout_violations(relation, info=none, meta=none) %}
+  {#- The offending files of `relation` (an agate table, empty when sound). -#}
+  {%- set info = info or spark_bucketing.table_info(relation) -%}
+  {%- set meta = meta or spark_bucketing.read_metadata(relation) -%}
+  {%- set groups = spark_bucketing.expected_specs(info, meta) -%}
+  {%- if not groups -%}
+    {%- do exceptions.raise_compiler_error("spark_bucketing: " ~ relation ~ " has no bucket spec: the catalog declares none and no spark_bucketing metadata is recorded") -%}
+  {%- endif -%}
+  {%- for spec, _ in groups if spec.hash == 'hive' -%}
+    {%- if loop.first -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set previous = spark_bucketing.apply_settings({'spark.sql.sources.bucketing.enabled': 'false'}) -%}
+  {%- set violations = run_query(spark_bucketing.layout_violations_sql(relation, info.partition_by | length, groups)) -%}
+  {%- do spark_bucketing.restore_settings(previous) -%}
+  {{ return(violations) }}
 {% endmacro %}
 
 {% macro describe_violations(violations, limit=20) %}

@@ -1,0 +1,214 @@
+{#- Incremental writes of bucketed tables: what to write, and publishing new
+    partitions into an existing table. -#}
+
+{% macro incremental_config(spec) %}
+  {%- set strategy = config.get('incremental_strategy') or 'insert_overwrite' -%}
+  {%- if strategy not in ('insert_overwrite', 'append') -%}
+    {%- do spark_bucketing.config_error('incremental_strategy', "must be 'insert_overwrite' or 'append', got '" ~ strategy ~ "'",
+        "use insert_overwrite (replace the partitions the new rows fall in) or append (add rows; touched partitions are rewritten)") -%}
+  {%- endif -%}
+  {%- set on_change = config.get('on_bucket_change') or 'fail' -%}
+  {%- if on_change not in ('fail', 'rebuild', 'evolve') -%}
+    {%- do spark_bucketing.config_error('on_bucket_change', "must be 'fail', 'rebuild' or 'evolve', got '" ~ on_change ~ "'",
+        "see the README's section on bucket spec changes") -%}
+  {%- endif -%}
+  {%- set partitions = config.get('partitions') -%}
+  {%- if partitions is not none -%}
+    {%- if strategy != 'insert_overwrite' or not spec.partition_by -%}
+      {%- do spark_bucketing.config_error('partitions', "static partitions need incremental_strategy='insert_overwrite' and partition_by",
+          "remove partitions, or set both") -%}
+    {%- endif -%}
+    {%- if partitions is string or partitions is mapping or partitions is not iterable -%}
+      {%- set partitions = [partitions] -%}
+    {%- endif -%}
+    {%- set normalized = [] -%}
+    {%- for p in partitions -%}
+      {%- if p is mapping -%}
+        {%- if p.keys() | map('lower') | sort | list != spec.partition_by | map('lower') | sort | list -%}
+          {%- do spark_bucketing.config_error('partitions', "entry " ~ p ~ " must give a value for each of " ~ (spec.partition_by | join(', ')),
+              "write each entry as {" ~ (spec.partition_by | join(": ..., ")) ~ ": ...}") -%}
+        {%- endif -%}
+        {%- do normalized.append(p) -%}
+      {%- elif spec.partition_by | length == 1 and p is not none -%}
+        {%- do normalized.append({spec.partition_by[0]: p}) -%}
+      {%- else -%}
+        {%- do spark_bucketing.config_error('partitions', "entry " ~ p ~ " is not a mapping of partition column to value",
+            "write e.g. partitions=[{'order_date': '2024-06-01'}]") -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- set partitions = normalized -%}
+  {%- endif -%}
+  {{ return({'strategy': strategy, 'on_bucket_change': on_change, 'partitions': partitions}) }}
+{% endmacro %}
+
+{% macro partition_match(partition_by, values_list) -%}
+  {#- SQL true when the row's partition columns equal one of `values_list` (strings). -#}
+  ({%- for values in values_list -%}
+    ({%- for col in partition_by -%}
+      cast({{ spark_bucketing.quoted([col])[0] }} as string) <=> {{ spark_bucketing.sql_string(values[col]) }}{{ ' and ' if not loop.last }}
+    {%- endfor -%}){{ ' or ' if not loop.last }}
+  {%- endfor -%})
+{%- endmacro %}
+
+{% macro static_values(spec, partitions) %}
+  {#- The static partitions as {partition column: value as string}. -#}
+  {%- set out = [] -%}
+  {%- for p in partitions or [] -%}
+    {%- set v = {} -%}
+    {%- for col in spec.partition_by -%}{%- do v.update({col: spark_bucketing.lookup_ci(p, col) | string}) -%}{%- endfor -%}
+    {%- do out.append(v) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro lookup_ci(mapping, key) %}
+  {%- for k, v in mapping.items() if k | lower == key | lower -%}{{ return(v) }}{%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{% macro static_filter_sql(sql, spec, partitions) -%}
+  {#- The model's rows, failing the write if any falls outside the static partitions. -#}
+  select * from ({{ sql }}) as __sb_new
+  where case when {{ spark_bucketing.partition_match(spec.partition_by, spark_bucketing.static_values(spec, partitions)) }} then true
+        else raise_error('spark_bucketing: model {{ model.unique_id }} returned a row outside its static partitions (config partitions)') end
+{%- endmacro %}
+
+{% macro content_sql(strategy, spec, columns, sql, target, full_rebuild) -%}
+  {#- The rows to write. For a full rebuild of an existing table: the rows
+      it keeps plus the new ones; for an incremental append: the new rows
+      plus the existing rows of the partitions they fall in. -#}
+  {%- set cols = spark_bucketing.quoted(columns.keys() | list) | join(', ') -%}
+  {%- set keys = spark_bucketing.quoted(spec.partition_by) -%}
+  {%- if target is none -%}
+    {{ sql }}
+  {%- elif strategy == 'append' and (full_rebuild or not spec.partition_by) -%}
+    select {{ cols }} from {{ target }}
+    union all
+    select {{ cols }} from ({{ sql }}) as __sb_new
+  {%- elif strategy == 'append' -%}
+    select {{ cols }} from ({{ sql }}) as __sb_new
+    union all
+    select {{ cols }} from {{ target }} as __sb_old
+    left semi join (select distinct {{ keys | join(', ') }} from ({{ sql }}) as __sb_n) as __sb_touched
+      on {% for k in keys %}__sb_old.{{ k }} <=> __sb_touched.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+  {%- elif full_rebuild and spec.partition_by -%}
+    {#- insert_overwrite: keep the partitions the new rows do not touch. -#}
+    select {{ cols }} from {{ target }} as __sb_old
+    left anti join (select distinct {{ keys | join(', ') }} from ({{ sql }}) as __sb_n) as __sb_touched
+      on {% for k in keys %}__sb_old.{{ k }} <=> __sb_touched.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+    union all
+    select {{ cols }} from ({{ sql }}) as __sb_new
+  {%- else -%}
+    {{ sql }}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro write_partitions(rels, target, spec, columns, sql, static_partitions) %}
+  {#- Writes the new partitions under the table's folder in _bucketing/<run>,
+      verifies them, and switches the table's partitions to them one by one.
+      Replaced folders are deleted only after the switch. -#}
+  {%- set info = spark_bucketing.table_info(target) -%}
+  {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
+  {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location) -%}
+  {%- do spark_bucketing.verify_write(rels.incr, spec, location, rels) -%}
+  {%- set stats = spark_bucketing.table_stats(rels.incr, spec) -%}
+  {%- for s in stats if none in s['values'].values() -%}
+    {%- do spark_bucketing.discard(rels.incr, location, rels,
+        "the new rows have a NULL partition value (" ~ s.path ~ "); bucketed_incremental needs non-NULL partition columns. Fix: coalesce them in the model") -%}
+  {%- endfor -%}
+  {%- do spark_bucketing.checkpoint('after_write') -%}
+
+  {#- Never let the catalog declare a spec these partitions would break. -#}
+  {%- set declared = spark_bucketing.declared_spec(info) -%}
+  {%- if declared is not none and not spark_bucketing.same_spec(declared, spark_bucketing.spec_record(spec)) -%}
+    {%- do spark_bucketing.redeclare(rels, target, none, spec) -%}
+  {%- endif -%}
+  {%- do spark_bucketing.checkpoint('before_switch') -%}
+
+  {%- set existing = {} -%}
+  {%- for s in spark_bucketing.table_stats(target, spec) -%}{%- do existing.update({s.path: s}) -%}{%- endfor -%}
+  {%- set props = spark_bucketing.metadata_properties(spec, stats) -%}
+  {%- for s in stats -%}
+    {%- call statement('spark_bucketing_switch_partition') -%}
+      {%- if s.path in existing -%}
+        alter table {{ rels.target }} {{ spark_bucketing.partition_clause(s['values']) }} set location {{ spark_bucketing.sql_string(s.location) }}
+      {%- else -%}
+        alter table {{ rels.target }} add if not exists {{ spark_bucketing.partition_clause(s['values']) }} location {{ spark_bucketing.sql_string(s.location) }}
+      {%- endif -%}
+    {%- endcall -%}
+    {%- do spark_bucketing.set_properties(rels.target, {spark_bucketing.metadata_prefix() ~ 'partition.' ~ s.path: props[spark_bucketing.metadata_prefix() ~ 'partition.' ~ s.path]}) -%}
+    {%- if loop.first -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
+  {%- endfor -%}
+
+  {#- Static partitions the new rows left empty are dropped. -#}
+  {%- set written = stats | map(attribute='path') | list -%}
+  {%- set static = spark_bucketing.static_values(spec, static_partitions) -%}
+  {%- set emptied = [] -%}
+  {%- for path, old in existing.items() if path not in written and old['values'] in static -%}
+    {%- do emptied.append(path) -%}
+    {%- call statement('spark_bucketing_drop_partition') -%}
+      alter table {{ rels.target }} drop if exists {{ spark_bucketing.partition_clause(old['values']) }}
+    {%- endcall -%}
+  {%- endfor -%}
+  {%- set remaining = {spark_bucketing.metadata_prefix() ~ 'spec': props[spark_bucketing.metadata_prefix() ~ 'spec'],
+                        spark_bucketing.metadata_prefix() ~ 'format_version': '1'} -%}
+  {%- do spark_bucketing.set_properties(rels.target, remaining) -%}
+  {%- do adapter.drop_relation(rels.incr) -%}
+  {%- do spark_bucketing.checkpoint('before_cleanup') -%}
+
+  {#- The replaced folders: only those inside the table's own folder. -#}
+  {%- for path, old in existing.items() if (path in written or path in emptied) and spark_bucketing.is_under(old.location, info.location) -%}
+    {%- do spark_bucketing.delete_location(old.location, rels.scratch) -%}
+  {%- endfor -%}
+{% endmacro %}
+
+{% macro check_incremental_target(spec, columns, info, existing, incr) %}
+  {#- Checks an existing table against this run; returns true when the run
+      must rebuild the table whole (on_bucket_change='rebuild', or a table
+      this package did not build). Fails before any write otherwise. -#}
+  {%- set fix = "run once with --full-refresh to rebuild the table" -%}
+  {%- set table_cols = {} -%}
+  {%- for name, type in info.columns.items() -%}{%- do table_cols.update({name | lower: type | lower}) -%}{%- endfor -%}
+  {%- set query_cols = {} -%}
+  {%- for name, type in columns.items() -%}{%- do query_cols.update({name | lower: type | lower}) -%}{%- endfor -%}
+  {%- if table_cols != query_cols -%}
+    {%- do spark_bucketing.config_error('columns', "the query's columns (" ~ query_cols ~ ") differ from the table's (" ~ table_cols ~ ")", fix) -%}
+  {%- endif -%}
+  {%- if info.partition_by | map('lower') | list != spec.partition_by | map('lower') | list -%}
+    {%- do spark_bucketing.config_error('partition_by', "is " ~ spec.partition_by ~ " but the table is partitioned by " ~ info.partition_by, fix) -%}
+  {%- endif -%}
+  {%- if info.file_format != spec.file_format -%}
+    {%- do spark_bucketing.config_error('file_format', "is '" ~ spec.file_format ~ "' but the table's files are " ~ info.file_format, fix) -%}
+  {%- endif -%}
+
+  {%- set meta = spark_bucketing.read_metadata(existing) -%}
+  {%- set old = meta.spec or spark_bucketing.declared_spec(info) -%}
+  {%- if old is none or info.type != 'external' -%}
+    {%- do log("spark_bucketing: " ~ existing ~ " was not built by this package; rebuilding it whole", info=true) -%}
+    {{ return(true) }}
+  {%- endif -%}
+  {%- set new = spark_bucketing.spec_record(spec) -%}
+  {%- if spark_bucketing.same_spec(old, new) -%}{{ return(false) }}{%- endif -%}
+
+  {%- if incr.on_bucket_change == 'fail' -%}
+    {%- do spark_bucketing.config_error('on_bucket_change', "the bucket spec changed from " ~ spark_bucketing.describe_spec(old)
+        ~ " to " ~ spark_bucketing.describe_spec(new) ~ ", and on_bucket_change is 'fail'",
+        "set on_bucket_change='rebuild' to rewrite every partition with the new spec, or on_bucket_change='evolve' to write new partitions with it and keep the old ones as they are (or restore the old spec)") -%}
+  {%- endif -%}
+  {%- if old.buckets != new.buckets and incr.on_bucket_change == 'evolve' -%}
+    {%- if not spark_bucketing.power_of_two_multiple(old.buckets, new.buckets) -%}
+      {%- do exceptions.warn("spark_bucketing: model '" ~ model.unique_id ~ "': bucket count " ~ old.buckets ~ " -> " ~ new.buckets
+          ~ " is not a power-of-two multiple; Trino cannot read partitions with these two counts together as bucketed") -%}
+    {%- endif -%}
+  {%- endif -%}
+  {{ return(incr.on_bucket_change == 'rebuild') }}
+{% endmacro %}
+
+{% macro power_of_two_multiple(a, b) %}
+  {%- set hi = [a, b] | max -%}
+  {%- set lo = [a, b] | min -%}
+  {%- if hi % lo != 0 -%}{{ return(false) }}{%- endif -%}
+  {%- set ns = namespace(r=(hi // lo)) -%}
+  {%- for _ in range(40) if ns.r > 1 and ns.r % 2 == 0 -%}{%- set ns.r = ns.r // 2 -%}{%- endfor -%}
+  {{ return(ns.r == 1) }}
+{% endmacro %}

@@ -1,0 +1,158 @@
+{#- Partition-level bucket metadata, stored with the table in the metastore as
+    table properties so that any SQL client can read it (SHOW TBLPROPERTIES).
+    Format version 1:
+      spark_bucketing.format_version      '1'
+      spark_bucketing.spec                JSON: the spec of the latest write
+                                          {"hash","clustered_by","buckets","sorted_by"}
+      spark_bucketing.partition.<path>    JSON per partition (<path> as in the
+                                          folder name, e.g. order_date=2024-06-01):
+                                          spec fields + "files", "rows", "location",
+                                          "values" {column: value as string}, "written_at"
+      spark_bucketing.table               the same JSON for an unpartitioned table
+    Spark SQL cannot set partition parameters on datasource tables, hence table
+    properties (keys may not start with spark.sql.). -#}
+
+{% macro metadata_prefix() %}{{ return('spark_bucketing.') }}{% endmacro %}
+
+{% macro spec_record(spec) %}
+  {{ return({'hash': spec.bucket_hash, 'clustered_by': spec.clustered_by, 'buckets': spec.buckets, 'sorted_by': spec.sorted_by}) }}
+{% endmacro %}
+
+{% macro same_spec(a, b) %}
+  {#- Column names compare case-insensitively, as Spark resolves them. -#}
+  {%- if a is none or b is none -%}{{ return(a is none and b is none) }}{%- endif -%}
+  {{ return(a.hash == b.hash and a.buckets == b.buckets
+      and a.clustered_by | map('lower') | list == b.clustered_by | map('lower') | list
+      and a.sorted_by | map('lower') | list == b.sorted_by | map('lower') | list) }}
+{% endmacro %}
+
+{% macro describe_spec(s) %}
+  {%- if s is none -%}{{ return('unbucketed') }}{%- endif -%}
+  {{ return(s.buckets ~ ' buckets on (' ~ (s.clustered_by | join(', ')) ~ '), ' ~ s.hash ~ ' hash'
+      ~ (', sorted by (' ~ (s.sorted_by | join(', ')) ~ ')' if s.sorted_by else '')) }}
+{% endmacro %}
+
+{% macro table_properties(relation) %}
+  {%- set props = {} -%}
+  {%- for row in run_query('show tblproperties ' ~ relation) -%}{%- do props.update({row[0]: row[1]}) -%}{%- endfor -%}
+  {{ return(props) }}
+{% endmacro %}
+
+{% macro read_metadata(relation, props=none) %}
+  {#- {'spec': record or none, 'partitions': {path: record}, 'table': record or none} -#}
+  {%- set props = props if props is not none else spark_bucketing.table_properties(relation) -%}
+  {%- set prefix = spark_bucketing.metadata_prefix() -%}
+  {%- set out = {'spec': none, 'partitions': {}, 'table': none, 'version': props.get(prefix ~ 'format_version')} -%}
+  {%- for key, value in props.items() if key.startswith(prefix) -%}
+    {%- if key == prefix ~ 'spec' -%}{%- do out.update({'spec': fromjson(value)}) -%}
+    {%- elif key == prefix ~ 'table' -%}{%- do out.update({'table': fromjson(value)}) -%}
+    {%- elif key.startswith(prefix ~ 'partition.') -%}{%- do out.partitions.update({key[(prefix ~ 'partition.') | length:]: fromjson(value)}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro sql_string(value) -%}
+  '{{ value | string | replace('\\', '\\\\') | replace("'", "\\'") }}'
+{%- endmacro %}
+
+{% macro set_properties(relation, props) %}
+  {%- if props -%}
+    {%- call statement('spark_bucketing_set_properties') -%}
+      alter table {{ relation }} set tblproperties (
+        {%- for key, value in props.items() %}
+        {{ spark_bucketing.sql_string(key) }} = {{ spark_bucketing.sql_string(value) }}{{ ',' if not loop.last }}
+        {%- endfor %}
+      )
+    {%- endcall -%}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro unset_properties(relation, keys) %}
+  {%- if keys -%}
+    {%- call statement('spark_bucketing_unset_properties') -%}
+      alter table {{ relation }} unset tblproperties if exists (
+        {%- for key in keys %}{{ spark_bucketing.sql_string(key) }}{{ ', ' if not loop.last }}{% endfor -%}
+      )
+    {%- endcall -%}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro partition_stats(relation, spec) %}
+  {#- What a write produced, per partition: its folder, files and rows. -#}
+  {%- set pcount = spec.partition_by | length -%}
+  {%- set query -%}
+    select regexp_extract(input_file_name(), '^(.*)/[^/]*$', 1) as dir,
+           count(distinct input_file_name()) as files,
+           count(*) as row_count
+           {%- if pcount %}, {{ spark_bucketing.partition_value_columns(spec.partition_by) }}{% endif %}
+    from {{ relation }}
+    group by all
+  {%- endset -%}
+  {%- set out = [] -%}
+  {%- for row in run_query(query) -%}
+    {%- set values = {} -%}
+    {%- for p in spec.partition_by -%}{%- do values.update({p: row[3 + loop.index0]}) -%}{%- endfor -%}
+    {%- set path = row[0].split('/')[-pcount:] | join('/') if pcount else '' -%}
+    {%- do out.append({'path': path, 'location': row[0], 'files': row[1] | int, 'rows': row[2] | int, 'values': values}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro partition_value_columns(partition_by) -%}
+  {%- for p in partition_by -%}cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{{ ', ' if not loop.last }}{%- endfor -%}
+{%- endmacro %}
+
+{% macro metadata_properties(spec, stats) %}
+  {#- The properties that record `stats` (from partition_stats) written with `spec`. -#}
+  {%- set prefix = spark_bucketing.metadata_prefix() -%}
+  {%- set record = spark_bucketing.spec_record(spec) -%}
+  {%- set props = {prefix ~ 'format_version': '1', prefix ~ 'spec': tojson(record)} -%}
+  {%- for s in stats -%}
+    {%- set entry = record.copy() -%}
+    {%- do entry.update({'files': s.files, 'rows': s.rows, 'location': s.location, 'values': s['values'],
+                         'written_at': run_started_at.isoformat()}) -%}
+    {%- do props.update({(prefix ~ 'partition.' ~ s.path) if spec.partition_by else (prefix ~ 'table'): tojson(entry)}) -%}
+  {%- endfor -%}
+  {{ return(props) }}
+{% endmacro %}
+
+{% macro get_bucket_metadata(relation) %}
+  {#- For SQL authors and run-operation: one dict per partition (or one for an
+      unpartitioned table) with its recorded spec, files and rows. -#}
+  {%- set meta = spark_bucketing.read_metadata(relation) -%}
+  {%- set out = [] -%}
+  {%- if meta.table -%}{%- do out.append(dict(meta.table, partition='')) -%}{%- endif -%}
+  {%- for path, rec in meta.partitions | dictsort -%}{%- do out.append(dict(rec, partition=path)) -%}{%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro bucket_metadata(relation) -%}
+  {#- A query over the recorded metadata, e.g.
+      select * from ({{ spark_bucketing.bucket_metadata(ref('orders')) }}) where buckets <> 64 -#}
+  {%- set rows = spark_bucketing.get_bucket_metadata(relation) if execute else [] -%}
+  {%- if rows | length == 0 -%}
+    select cast(null as string) as `partition`, cast(null as string) as hash, cast(null as string) as clustered_by,
+           cast(null as int) as buckets, cast(null as string) as sorted_by, cast(null as bigint) as files,
+           cast(null as bigint) as row_count, cast(null as string) as location, cast(null as string) as written_at
+    where false
+  {%- else -%}
+    select * from values
+    {%- for r in rows %}
+      ({{ spark_bucketing.sql_string(r.partition) }}, {{ spark_bucketing.sql_string(r.hash) }},
+       {{ spark_bucketing.sql_string(r.clustered_by | join(',')) }}, {{ r.buckets | int }},
+       {{ spark_bucketing.sql_string(r.sorted_by | join(',')) }}, {{ r.files | int }}, {{ r.rows | int }},
+       {{ spark_bucketing.sql_string(r.location) }}, {{ spark_bucketing.sql_string(r.written_at) }}){{ ',' if not loop.last }}
+    {%- endfor %}
+    as bucket_metadata(`partition`, hash, clustered_by, buckets, sorted_by, files, row_count, location, written_at)
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro show_bucket_metadata(relation_name) %}
+  {#- dbt run-operation spark_bucketing.show_bucket_metadata --args '{relation_name: schema.table}' -#}
+  {%- set parts = relation_name.split('.') -%}
+  {%- set relation = api.Relation.create(schema=parts[0], identifier=parts[1], type='table') -%}
+  {%- for r in spark_bucketing.get_bucket_metadata(relation) -%}
+    {%- do log((r.partition or '(table)') ~ ': ' ~ spark_bucketing.describe_spec(r) ~ '; ' ~ r.files ~ ' files, ' ~ r.rows ~ ' rows', info=true) -%}
+  {%- endfor -%}
+{% endmacro %}

@@ -46,6 +46,67 @@ def cmd_files(args: argparse.Namespace) -> int:
     return 0 if all(n == 1 and b is not None for (_, b), n in counts.items()) else 1
 
 
+def connect(args: argparse.Namespace):
+    from spark_bucketing.metadata import SparkClient, ThriftClient
+
+    if args.thrift:
+        host, _, port = args.thrift.rpartition(":")
+        return ThriftClient(host or "127.0.0.1", int(port))
+    return SparkClient.local(args.state_dir)
+
+
+def cmd_partitions(args: argparse.Namespace) -> int:
+    import json
+
+    from spark_bucketing.metadata import read_table_metadata
+
+    meta = read_table_metadata(connect(args), args.table)
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "table": meta.table,
+                    "declared": meta.declared and meta.declared.__dict__,
+                    "latest": meta.latest and meta.latest.__dict__,
+                    "partitions": [
+                        {
+                            "partition": p.path,
+                            **p.spec.__dict__,
+                            "files": p.files,
+                            "rows": p.rows,
+                            "location": p.location,
+                            "written_at": p.written_at,
+                        }
+                        for p in meta.partitions
+                    ],
+                },
+                indent=2,
+                default=list,
+            )
+        )
+        return 0
+    print(f"{meta.table}")
+    print(f"  catalog declares: {meta.declared.describe() if meta.declared else 'unbucketed'}")
+    print(f"  latest write:     {meta.latest.describe() if meta.latest else 'no spark_bucketing metadata'}")
+    if not meta.partitions:
+        return 0
+    specs = meta.distinct_specs
+    print(
+        f"  partitions:       {len(meta.partitions)}, written with {len(specs)} spec(s)"
+        + ("" if len(specs) <= 1 else "  (* = differs from the latest write)")
+    )
+    width = max(len(p.path or "(table)") for p in meta.partitions)
+    header = f"{'hash':5} {'buckets':>7}  {'clustered_by':20} {'sorted_by':20} {'files':>6} {'rows':>10}"
+    print(f"\n  {'partition':{width}}  {header}")
+    for p in meta.partitions:
+        mark = "*" if meta.latest and p.spec.key() != meta.latest.key() else " "
+        print(
+            f"{mark} {p.path or '(table)':{width}}  {p.spec.hash:5} {p.spec.buckets:>7}  "
+            f"{','.join(p.spec.clustered_by):20} {','.join(p.spec.sorted_by):20} {p.files:>6} {p.rows:>10}"
+        )
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from spark_bucketing.demo import run_demo
 
@@ -66,6 +127,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("files", help="files per bucket under a table location; exit 1 unless one per bucket")
     p.add_argument("location")
     p.set_defaults(func=cmd_files)
+
+    p = sub.add_parser("partitions", help="a table's bucket spec per partition, as recorded by the materializations")
+    p.add_argument("table", help="schema.table")
+    p.add_argument("--thrift", metavar="HOST:PORT", help="read through a Spark Thrift Server")
+    p.add_argument("--state-dir", default=".demo", help="else: the local metastore and warehouse to open")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_partitions)
 
     p = sub.add_parser("demo", help="build the demo pipeline and report its layout")
     p.add_argument("--project-dir", default=".")

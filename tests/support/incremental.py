@@ -1,0 +1,128 @@
+"""A bucketed_incremental model driven by dbt vars, and an independent model
+of what the table must hold after each run."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_bucketing import hashing
+from spark_bucketing.files import bucket_of, local_path
+from tests.support.dbt_project import DbtProject
+
+MODEL_SQL = """
+{{ config(
+    materialized='bucketed_incremental',
+    clustered_by=var('clustered_by', 'k'),
+    buckets=var('buckets', 8),
+    bucket_hash=var('bucket_hash', 'hive'),
+    partition_by=['day'],
+    sorted_by=['id'],
+    incremental_strategy=var('strategy', 'insert_overwrite'),
+    on_bucket_change=var('on_change', 'fail'),
+    partitions=var('partitions', none),
+) }}
+select cast(pmod(hash(id, {{ var('tag', 0) }}), {{ var('keys', 300) }}) as int) as k,
+       concat('v{{ var("tag", 0) }}-', id) as payload,
+       id,
+       date_add(date'2024-01-01', d) as day
+from range(0, {{ var('rows', 200) }}, 1, 6)
+cross join (select explode(array({{ var('days') | join(', ') }})) as d)
+{% if var('fail', false) %}where raise_error('model failed on purpose') is null{% endif %}
+"""
+
+
+@dataclass
+class Expected:
+    """day offset -> Counter of (k, payload, id)."""
+
+    days: dict = field(default_factory=lambda: defaultdict(Counter))
+
+    def apply(self, spark: SparkSession, vars_: dict) -> None:
+        rows = spark.sql(
+            f"select cast(pmod(hash(id, {vars_.get('tag', 0)}), {vars_.get('keys', 300)}) as int) as k, "
+            f"concat('v{vars_.get('tag', 0)}-', id) as payload, id, d "
+            f"from range(0, {vars_.get('rows', 200)}) cross join (select explode(array({', '.join(map(str, vars_['days']))})) as d)"
+        ).collect()
+        new = defaultdict(Counter)
+        for r in rows:
+            new[r.d][(r.k, r.payload, r.id)] += 1
+        if vars_.get("strategy", "insert_overwrite") == "append":
+            for d, c in new.items():
+                self.days[d].update(c)
+        else:
+            for d in vars_["days"]:
+                self.days[d] = new[d]
+            for p in vars_.get("partitions") or []:
+                offset = (_date(p) - _date("2024-01-01")).days
+                self.days[offset] = new.get(offset, Counter())
+
+    def rows(self) -> Counter:
+        out = Counter()
+        for c in self.days.values():
+            out.update(c)
+        return out
+
+
+def _date(s):
+    import datetime as dt
+
+    return dt.date.fromisoformat(s)
+
+
+def run_model(project: DbtProject, vars_: dict, expect_ok: bool = True):
+    return project.run("events", expect_ok=expect_ok, extra=("--vars", json.dumps(vars_)))
+
+
+def table_rows(spark: SparkSession, table: str) -> Counter:
+    return Counter((r.k, r.payload, r.id) for r in spark.table(table).select("k", "payload", "id").collect())
+
+
+def metadata(spark: SparkSession, table: str) -> dict:
+    props = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+    return {k.split("spark_bucketing.partition.", 1)[1]: json.loads(v)
+            for k, v in props.items() if k.startswith("spark_bucketing.partition.")}
+
+
+def declared(spark: SparkSession, table: str) -> dict | None:
+    desc = {r.col_name: r.data_type for r in spark.sql(f"describe table extended {table}").collect()}
+    if not desc.get("Num Buckets") or int(desc["Num Buckets"]) <= 0:
+        return None
+    strip = lambda s: [c.strip(" `") for c in s.strip("[]").split(",") if c.strip()]  # noqa: E731
+    return {"hash": "hive" if desc["Provider"] == "hive" else "spark", "clustered_by": strip(desc["Bucket Columns"]),
+            "buckets": int(desc["Num Buckets"]), "sorted_by": strip(desc.get("Sort Columns", "[]"))}
+
+
+def partition_layout_problems(spark: SparkSession, table: str) -> list[str]:
+    """Every file checked against its partition's recorded spec AND against the
+    spec the catalog declares (if any). Read as plain files, bucketing off."""
+    meta = metadata(spark, table)
+    decl = declared(spark, table)
+    spark.conf.set("spark.sql.sources.bucketing.enabled", "false")
+    try:
+        rows = spark.table(table).select(F.input_file_name().alias("f"), "k", "day").collect()
+    finally:
+        spark.conf.unset("spark.sql.sources.bucketing.enabled")
+    problems = []
+    files_per = Counter()
+    for r in rows:
+        path = local_path(r.f)
+        part = path.parent.name
+        spec = meta.get(part)
+        b = bucket_of(path.name)
+        if spec is None:
+            problems.append(f"no metadata for {part}")
+            continue
+        if hashing.bucket_id([r.k], ["int"], spec["buckets"], spec["hash"]) != b:
+            problems.append(f"row in wrong file {path}")
+        if decl is not None and hashing.bucket_id([r.k], ["int"], decl["buckets"], decl["hash"]) != b:
+            problems.append(f"catalog declares {decl} but {path} breaks it")
+    for f in {r.f for r in rows}:
+        path = local_path(f)
+        files_per[(path.parent, bucket_of(path.name))] += 1
+    problems += [f"{n} files for {k}" for k, n in files_per.items() if n > 1]
+    return sorted(set(problems))

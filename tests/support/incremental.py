@@ -20,7 +20,7 @@ MODEL_SQL = """
     clustered_by=var('clustered_by', 'k'),
     buckets=var('buckets', 8),
     bucket_hash=var('bucket_hash', 'hive'),
-    partition_by=['day'],
+    partition_by=var('partition_by', ['day']),
     sorted_by=['id'],
     incremental_strategy=var('strategy', 'insert_overwrite'),
     on_bucket_change=var('on_change', 'fail'),
@@ -31,7 +31,7 @@ select cast(pmod(hash(id, {{ var('tag', 0) }}), {{ var('keys', 300) }}) as int) 
        id,
        date_add(date'2024-01-01', d) as day
 from range(0, {{ var('rows', 200) }}, 1, 6)
-cross join (select explode(array({{ var('days') | join(', ') }})) as d)
+cross join (select explode(array({{ var('days', [0]) | join(', ') }})) as d)
 {% if var('fail', false) %}where raise_error('model failed on purpose') is null{% endif %}
 """
 
@@ -55,11 +55,22 @@ class Expected:
             for d, c in new.items():
                 self.days[d].update(c)
         else:
+            if vars_.get("partition_by") == []:  # unpartitioned: the new rows replace the table
+                self.days.clear()
             for d in vars_["days"]:
                 self.days[d] = new[d]
             for p in vars_.get("partitions") or []:
                 offset = (_date(p) - _date("2024-01-01")).days
                 self.days[offset] = new.get(offset, Counter())
+
+    def copy(self) -> Expected:
+        out = Expected()
+        for d, c in self.days.items():
+            out.days[d] = Counter(c)
+        return out
+
+    def nonempty(self) -> dict:
+        return {d: c for d, c in self.days.items() if c}
 
     def rows(self) -> Counter:
         out = Counter()
@@ -74,8 +85,9 @@ def _date(s):
     return dt.date.fromisoformat(s)
 
 
-def run_model(project: DbtProject, vars_: dict, expect_ok: bool = True):
-    return project.run("events", expect_ok=expect_ok, extra=("--vars", json.dumps(vars_)))
+def run_model(project: DbtProject, name: str, vars_: dict, expect_ok: bool = True):
+    (project.root / "models" / f"{name}.sql").write_text(MODEL_SQL)
+    return project.run(name, expect_ok=expect_ok, extra=("--vars", json.dumps(vars_)))
 
 
 def table_rows(spark: SparkSession, table: str) -> Counter:
@@ -84,8 +96,14 @@ def table_rows(spark: SparkSession, table: str) -> Counter:
 
 def metadata(spark: SparkSession, table: str) -> dict:
     props = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
-    return {k.split("spark_bucketing.partition.", 1)[1]: json.loads(v)
-            for k, v in props.items() if k.startswith("spark_bucketing.partition.")}
+    out = {
+        k.split("spark_bucketing.partition.", 1)[1]: json.loads(v)
+        for k, v in props.items()
+        if k.startswith("spark_bucketing.partition.")
+    }
+    if "spark_bucketing.table" in props:
+        out[""] = json.loads(props["spark_bucketing.table"])
+    return out
 
 
 def declared(spark: SparkSession, table: str) -> dict | None:
@@ -95,6 +113,14 @@ def declared(spark: SparkSession, table: str) -> dict | None:
     strip = lambda s: [c.strip(" `") for c in s.strip("[]").split(",") if c.strip()]  # noqa: E731
     return {"hash": "hive" if desc["Provider"] == "hive" else "spark", "clustered_by": strip(desc["Bucket Columns"]),
             "buckets": int(desc["Num Buckets"]), "sorted_by": strip(desc.get("Sort Columns", "[]"))}
+
+
+def partition_rows(spark: SparkSession, table: str) -> dict:
+    """day offset -> Counter of (k, payload, id), as the table holds them."""
+    out: dict = defaultdict(Counter)
+    for r in spark.sql(f"select k, payload, id, datediff(day, date'2024-01-01') as d from {table}").collect():
+        out[r.d][(r.k, r.payload, r.id)] += 1
+    return dict(out)
 
 
 def partition_layout_problems(spark: SparkSession, table: str) -> list[str]:
@@ -111,7 +137,7 @@ def partition_layout_problems(spark: SparkSession, table: str) -> list[str]:
     files_per = Counter()
     for r in rows:
         path = local_path(r.f)
-        part = path.parent.name
+        part = path.parent.name if "=" in path.parent.name else ""
         spec = meta.get(part)
         b = bucket_of(path.name)
         if spec is None:

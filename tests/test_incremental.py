@@ -1,0 +1,312 @@
+"""bucketed_incremental: insert_overwrite (dynamic and static) and append keep
+one file per bucket per partition, failed runs lose nothing, and bucket spec
+changes follow on_bucket_change; the catalog never declares a spec that a
+partition breaks."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import pytest
+
+from spark_bucketing import cli
+from tests.support.dbt_project import failure_text, node_messages
+from tests.support.incremental import (
+    Expected,
+    declared,
+    metadata,
+    partition_layout_problems,
+    partition_rows,
+    run_model,
+    table_rows,
+)
+
+
+def _step(spark, project, name, expected, vars_):
+    run_model(project, name, vars_)
+    expected.apply(spark, vars_)
+    table = f"{project.schema}.{name}"
+    assert table_rows(spark, table) == expected.rows()
+    assert partition_layout_problems(spark, table) == []
+    return table
+
+
+def _dbt_tests(project, name):
+    project.write_file(
+        f"models/{name}.yml",
+        f"version: 2\nmodels:\n  - name: {name}\n"
+        "    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n",
+    )
+    result = project.dbt("test", "--select", name)
+    assert result.success, failure_text(result)
+    return result
+
+
+def test_insert_overwrite_and_append_keep_one_file_per_bucket(spark, dbt_project):
+    expected = Expected()
+    name = "inc_basic"
+    for vars_ in (
+        {"days": [0, 1, 2]},
+        {"days": [2, 3], "tag": 1},
+        {"days": [3, 4], "strategy": "append", "tag": 2},
+        {"days": [0], "strategy": "append", "tag": 3},
+    ):
+        table = _step(spark, dbt_project, name, expected, vars_)
+    meta = metadata(spark, table)
+    assert sorted(meta) == [f"day=2024-01-0{d}" for d in range(1, 6)]
+    assert meta["day=2024-01-04"]["rows"] == 400 and meta["day=2024-01-04"]["files"] == 8
+    assert declared(spark, table)["buckets"] == 8
+    _dbt_tests(dbt_project, name)
+
+
+def test_static_insert_overwrite_replaces_exactly_the_listed_partitions(spark, dbt_project):
+    expected = Expected()
+    name = "inc_static"
+    _step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+    # Day 2 is listed but gets no rows: it is emptied; day 0 is not listed: kept.
+    vars_ = {"days": [1], "partitions": ["2024-01-02", "2024-01-03"], "tag": 1}
+    table = _step(spark, dbt_project, name, expected, vars_)
+    assert sorted(partition_rows(spark, table)) == [0, 1]
+    assert sorted(metadata(spark, table)) == ["day=2024-01-01", "day=2024-01-02"]
+    # A row outside the listed partitions fails the run and changes nothing.
+    before = table_rows(spark, table)
+    result = run_model(dbt_project, name, {"days": [0, 1], "partitions": ["2024-01-02"], "tag": 2}, expect_ok=False)
+    assert "returned a row outside its static partitions" in node_messages(result)[name]
+    assert table_rows(spark, table) == before
+    _dbt_tests(dbt_project, name)
+
+
+@pytest.mark.parametrize("strategy", ["insert_overwrite", "append"])
+def test_unpartitioned_tables_are_rewritten_whole(spark, dbt_project, strategy):
+    expected = Expected()
+    name = f"inc_unpart_{strategy}"
+    base = {"partition_by": [], "strategy": strategy}
+    _step(spark, dbt_project, name, expected, {**base, "days": [0, 1]})
+    table = _step(spark, dbt_project, name, expected, {**base, "days": [1, 2], "tag": 1})
+    if strategy == "insert_overwrite":
+        # Unpartitioned: the new rows replace the table.
+        assert sorted(partition_rows(spark, table)) == [1, 2]
+    _dbt_tests(dbt_project, name)
+
+
+def test_failed_incremental_run_loses_nothing(spark, dbt_project):
+    expected = Expected()
+    name = "inc_fail"
+    table = _step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+    before = table_rows(spark, table)
+    for vars_ in ({"days": [1, 2], "fail": True}, {"days": [1, 2], "fail": True, "strategy": "append"}):
+        result = run_model(dbt_project, name, vars_, expect_ok=False)
+        assert "model failed on purpose" in node_messages(result)[name]
+        assert table_rows(spark, table) == before
+        assert partition_layout_problems(spark, table) == []
+    _step(spark, dbt_project, name, expected, {"days": [2, 3], "tag": 5})
+    _dbt_tests(dbt_project, name)
+
+
+def test_session_settings_do_not_leak(spark, dbt_project):
+    settings = {"spark.sql.sources.partitionOverwriteMode": "DYNAMIC", "spark.sql.files.maxRecordsPerFile": "7"}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        expected = Expected()
+        name = "inc_settings"
+        _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+        _step(spark, dbt_project, name, expected, {"days": [1, 2], "buckets": 4, "on_change": "evolve"})
+        assert {k: spark.conf.get(k) for k in settings} == settings
+        assert spark.conf.get("spark.sql.sources.bucketing.enabled") == "true"
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+
+
+def test_on_bucket_change_fail_stops_before_writing(spark, dbt_project):
+    expected = Expected()
+    name = "inc_change_fail"
+    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    before = table_rows(spark, table)
+    result = run_model(dbt_project, name, {"days": [1, 2], "buckets": 16}, expect_ok=False)
+    message = node_messages(result)[name]
+    assert "the bucket spec changed from 8 buckets on (k), hive hash, sorted by (id) to 16 buckets" in message
+    assert "on_bucket_change='rebuild'" in message and "on_bucket_change='evolve'" in message
+    assert table_rows(spark, table) == before
+    assert declared(spark, table)["buckets"] == 8
+
+
+def test_on_bucket_change_rebuild_rewrites_every_partition(spark, dbt_project):
+    expected = Expected()
+    name = "inc_rebuild"
+    _step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+    vars_ = {"days": [2, 3], "buckets": 5, "bucket_hash": "spark", "on_change": "rebuild", "tag": 1}
+    table = _step(spark, dbt_project, name, expected, vars_)
+    assert declared(spark, table) == {"hash": "spark", "clustered_by": ["k"], "buckets": 5, "sorted_by": ["id"]}
+    assert {(m["hash"], m["buckets"]) for m in metadata(spark, table).values()} == {("spark", 5)}
+    _dbt_tests(dbt_project, name)
+
+
+def _join_exchanges(spark, sql):
+    return spark.sql(sql)._jdf.queryExecution().executedPlan().toString().count("Exchange hashpartitioning")
+
+
+def test_evolve_declares_unbucketed_until_partitions_agree_then_bucket_joins_return(spark, dbt_project):
+    schema = dbt_project.schema
+    dbt_project.write_model(
+        "dim16",
+        "select cast(id as int) as k, concat('name-', id) as name from range(0, 300)",
+        {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 16, "bucket_hash": "spark"},
+    )
+    dbt_project.run("dim16")
+    expected = Expected()
+    name = "inc_evolve"
+    spark_hash = {"bucket_hash": "spark"}
+    table = _step(spark, dbt_project, name, expected, {**spark_hash, "days": [0, 1, 2]})
+    evolve = {**spark_hash, "buckets": 16, "on_change": "evolve"}
+    _step(spark, dbt_project, name, expected, {**evolve, "days": [3, 4], "tag": 1})
+    assert declared(spark, table) is None
+    assert {m["buckets"] for m in metadata(spark, table).values()} == {8, 16}
+    join = f"select count(*) from {table} e join {schema}.dim16 d on e.k = d.k"
+    assert _join_exchanges(spark, join) == 1  # the unbucketed side is shuffled
+    _dbt_tests(dbt_project, name)
+
+    # Backfill the old partitions with the new spec: the table converges.
+    _step(spark, dbt_project, name, expected, {**evolve, "days": [0, 1, 2], "tag": 2})
+    assert declared(spark, table) == {"hash": "spark", "clustered_by": ["k"], "buckets": 16, "sorted_by": ["id"]}
+    assert _join_exchanges(spark, join) == 0
+    assert spark.sql(join).first()[0] == sum(expected.rows().values())
+    _dbt_tests(dbt_project, name)
+
+
+def test_dropping_the_old_partitions_converges_the_table(spark, dbt_project):
+    expected = Expected()
+    name = "inc_drop"
+    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    evolve = {"buckets": 32, "on_change": "evolve"}
+    _step(spark, dbt_project, name, expected, {**evolve, "days": [2], "tag": 1})
+    assert declared(spark, table) is None
+    spark.sql(f"alter table {table} drop partition (day = '2024-01-01')")
+    spark.sql(f"alter table {table} drop partition (day = '2024-01-02')")
+    expected.days.pop(0)
+    expected.days.pop(1)
+    _step(spark, dbt_project, name, expected, {**evolve, "days": [3], "tag": 2})
+    assert declared(spark, table)["buckets"] == 32
+    assert sorted(metadata(spark, table)) == ["day=2024-01-03", "day=2024-01-04"]
+    _dbt_tests(dbt_project, name)
+
+
+def test_evolve_warns_when_counts_are_not_power_of_two_multiples(spark, dbt_project):
+    expected = Expected()
+    name = "inc_warn"
+    _step(spark, dbt_project, name, expected, {"days": [0]})
+    log = dbt_project.root / "logs" / "dbt.log"
+    log.unlink(missing_ok=True)
+    _step(spark, dbt_project, name, expected, {"days": [1], "buckets": 12, "on_change": "evolve"})
+    assert "bucket count 8 -> 12 is not a power-of-two multiple" in log.read_text()
+    log.unlink()
+    _step(spark, dbt_project, name, expected, {"days": [2], "buckets": 48, "on_change": "evolve"})
+    assert "power-of-two" not in log.read_text()
+
+
+STEPS = ["after_write", "before_switch", "mid_switch", "before_cleanup", "redeclare_before_swap", "redeclare_mid_swap"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_failure_between_steps_of_an_evolution_loses_nothing(spark, dbt_project, step):
+    """A run that dies at each step of a spec change: every partition holds
+    either its old or its new rows, the catalog declares no spec any partition
+    breaks, and the next run finishes the change."""
+    expected = Expected()
+    name = f"inc_inject_{step}"
+    table = _step(spark, dbt_project, name, expected, {"bucket_hash": "spark", "days": [0, 1, 2]})
+    old = expected.copy()
+    vars_ = {"bucket_hash": "spark", "buckets": 4, "on_change": "evolve", "days": [0, 1, 2, 3], "tag": 1}
+    new = expected.copy()
+    new.apply(spark, vars_)
+
+    result = run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": step}, expect_ok=False)
+    assert f"injected failure at step '{step}'" in failure_text(result) + str(node_messages(result))
+    if step.endswith("mid_swap"):
+        # Between the two renames of a swap the rows sit in the backup entry;
+        # the next run puts it back before anything else.
+        assert not spark.catalog.tableExists(table)
+        table = f"{table}__dbt_backup"
+    now = partition_rows(spark, table)
+    for day in set(old.nonempty()) | set(new.nonempty()) | set(now):
+        assert now.get(day) in (old.nonempty().get(day), new.nonempty().get(day)), day
+    assert not [p for p in partition_layout_problems(spark, table) if "catalog declares" in p]
+
+    run_model(dbt_project, name, vars_)
+    table = f"{dbt_project.schema}.{name}"
+    assert table_rows(spark, table) == new.rows()
+    assert partition_layout_problems(spark, table) == []
+    assert declared(spark, table)["buckets"] == 4
+    _dbt_tests(dbt_project, name)
+
+
+@pytest.mark.parametrize("step", ["before_swap", "mid_swap"])
+def test_failure_during_a_full_rebuild_keeps_the_old_table(spark, dbt_project, step):
+    expected = Expected()
+    name = f"inc_rebuild_{step}"
+    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    before = table_rows(spark, table)
+    vars_ = {"days": [1, 2], "buckets": 6, "on_change": "rebuild", "tag": 1}
+    run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": step}, expect_ok=False)
+    # mid_swap leaves the live table under its backup name: the next run puts it back first.
+    assert table_rows(spark, table if step == "before_swap" else f"{table}__dbt_backup") == before
+    _step(spark, dbt_project, name, expected, vars_)
+    assert declared(spark, table)["buckets"] == 6
+
+
+def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
+    expected = Expected()
+    name = "inc_meta"
+    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    _step(spark, dbt_project, name, expected, {"days": [2], "buckets": 16, "on_change": "evolve"})
+
+    dbt_project.write_model(
+        "meta_view", f"select * from ({{{{ spark_bucketing.bucket_metadata(ref('{name}')) }}}})", {"materialized": "table"}
+    )
+    dbt_project.run("meta_view", extra=("--vars", json.dumps({"days": [2], "buckets": 16, "on_change": "evolve"})))
+    rows = {r["partition"]: r for r in spark.table(f"{dbt_project.schema}.meta_view").collect()}
+    assert {p: (r.buckets, r.files, r.row_count) for p, r in rows.items()} == {
+        "day=2024-01-01": (8, 8, 200),
+        "day=2024-01-02": (8, 8, 200),
+        "day=2024-01-03": (16, 16, 200),
+    }
+
+    op = dbt_project.dbt("run-operation", "spark_bucketing.show_bucket_metadata", "--args", json.dumps({"relation_name": table}))
+    assert op.success
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["partitions", table]) == 0
+    text = out.getvalue()
+    assert "catalog declares: unbucketed" in text
+    assert "latest write:     16 buckets on (k), hive hash, sorted by (id)" in text
+    assert "* day=2024-01-01" in text and "  day=2024-01-03" in text
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["partitions", table, "--format", "json"]) == 0
+    data = json.loads(out.getvalue())
+    assert data["declared"] is None and len(data["partitions"]) == 3
+
+
+def test_bucket_metadata_test_catches_tampering(spark, dbt_project):
+    expected = Expected()
+    name = "inc_tamper"
+    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    key = "spark_bucketing.partition.day=2024-01-01"
+    record = json.loads({r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}[key])
+    record["buckets"] = 4
+    spark.sql(f"alter table {table} set tblproperties ('{key}' = '{json.dumps(record)}')")
+    dbt_project.write_file(
+        f"models/{name}.yml",
+        f"version: 2\nmodels:\n  - name: {name}\n    data_tests: [spark_bucketing.bucket_metadata]\n",
+    )
+    result = dbt_project.dbt("test", "--select", name)
+    assert not result.success
+    (test_result,) = result.result.results
+    compiled = test_result.node.compiled_code
+    assert "catalog declares 8 buckets on (k), hive hash, sorted by (id) but the partition was written with 4 buckets" in compiled
+    assert "bucket id 7 >= bucket count 4" in compiled

@@ -264,7 +264,9 @@ def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
     _step(spark, dbt_project, name, expected, {"days": [2], "buckets": 16, "on_change": "evolve"})
 
     dbt_project.write_model(
-        "meta_view", f"select * from ({{{{ spark_bucketing.bucket_metadata(ref('{name}')) }}}})", {"materialized": "table"}
+        "meta_view",
+        f"select * from ({{{{ spark_bucketing.bucket_metadata(ref('{name}')) }}}})",
+        {"materialized": "table"},
     )
     dbt_project.run("meta_view", extra=("--vars", json.dumps({"days": [2], "buckets": 16, "on_change": "evolve"})))
     rows = {r["partition"]: r for r in spark.table(f"{dbt_project.schema}.meta_view").collect()}
@@ -274,7 +276,9 @@ def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
         "day=2024-01-03": (16, 16, 200),
     }
 
-    op = dbt_project.dbt("run-operation", "spark_bucketing.show_bucket_metadata", "--args", json.dumps({"relation_name": table}))
+    op = dbt_project.dbt(
+        "run-operation", "spark_bucketing.show_bucket_metadata", "--args", json.dumps({"relation_name": table})
+    )
     assert op.success
 
     out = io.StringIO()
@@ -308,5 +312,8 @@ def test_bucket_metadata_test_catches_tampering(spark, dbt_project):
     assert not result.success
     (test_result,) = result.result.results
     compiled = test_result.node.compiled_code
-    assert "catalog declares 8 buckets on (k), hive hash, sorted by (id) but the partition was written with 4 buckets" in compiled
+    assert (
+        "catalog declares 8 buckets on (k), hive hash, sorted by (id) but the partition was written with 4 buckets"
+        in compiled
+    )
     assert "bucket id 7 >= bucket count 4" in compiled

@@ -111,8 +111,12 @@ def declared(spark: SparkSession, table: str) -> dict | None:
     if not desc.get("Num Buckets") or int(desc["Num Buckets"]) <= 0:
         return None
     strip = lambda s: [c.strip(" `") for c in s.strip("[]").split(",") if c.strip()]  # noqa: E731
-    return {"hash": "hive" if desc["Provider"] == "hive" else "spark", "clustered_by": strip(desc["Bucket Columns"]),
-            "buckets": int(desc["Num Buckets"]), "sorted_by": strip(desc.get("Sort Columns", "[]"))}
+    return {
+        "hash": "hive" if desc["Provider"] == "hive" else "spark",
+        "clustered_by": strip(desc["Bucket Columns"]),
+        "buckets": int(desc["Num Buckets"]),
+        "sorted_by": strip(desc.get("Sort Columns", "[]")),
+    }
 
 
 def partition_rows(spark: SparkSession, table: str) -> dict:

@@ -46,7 +46,8 @@ class Expected:
         rows = spark.sql(
             f"select cast(pmod(hash(id, {vars_.get('tag', 0)}), {vars_.get('keys', 300)}) as int) as k, "
             f"concat('v{vars_.get('tag', 0)}-', id) as payload, id, d "
-            f"from range(0, {vars_.get('rows', 200)}) cross join (select explode(array({', '.join(map(str, vars_['days']))})) as d)"
+            f"from range(0, {vars_.get('rows', 200)}) "
+            f"cross join (select explode(array({', '.join(map(str, vars_['days']))})) as d)"
         ).collect()
         new = defaultdict(Counter)
         for r in rows:

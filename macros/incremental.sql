@@ -212,3 +212,12 @@
   {%- for _ in range(40) if ns.r > 1 and ns.r % 2 == 0 -%}{%- set ns.r = ns.r // 2 -%}{%- endfor -%}
   {{ return(ns.r == 1) }}
 {% endmacro %}
+
+{% macro is_incremental() %}
+  {#- dbt's is_incremental() is true only for materialized='incremental';
+      this one answers for bucketed_incremental models. -#}
+  {%- if not execute -%}{{ return(false) }}{%- endif -%}
+  {%- set relation = adapter.get_relation(this.database, this.schema, this.table) -%}
+  {{ return(relation is not none and relation.type == 'table'
+      and model.config.materialized == 'bucketed_incremental' and not should_full_refresh()) }}
+{% endmacro %}

@@ -37,4 +37,4 @@ def test_demo_profile_lists_the_demo_models(tmp_path, monkeypatch):
         ]
     )
     assert result.success
-    assert sorted(result.result) == ["order_lines", "orders", "user_order_totals", "users"]
+    assert sorted(result.result) == ["order_events", "order_lines", "orders", "user_order_totals", "users"]

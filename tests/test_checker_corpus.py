@@ -1,0 +1,200 @@
+"""The checker's static verdicts against Spark's physical plans: for every
+query of the corpus, and every join side and aggregation in it, the static
+answer (shuffle or not) equals the plan's (an Exchange under it or not)."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
+from spark_bucketing.checker.relations import relation_from_live
+from spark_bucketing.checker.verify import verify
+from spark_bucketing.metadata import SparkClient
+from tests.support.incremental import run_model
+
+S = "t_checker_corpus"
+TABLES = {
+    # name: (columns, bucketing clause or None, storage)
+    "a8": ("k int, v string, k2 bigint, g int", "clustered by (k) into 8 buckets", "using parquet"),
+    "b8": ("k int, w string, g int", "clustered by (k) into 8 buckets", "using parquet"),
+    "c16": ("k int, w string", "clustered by (k) into 16 buckets", "using parquet"),
+    "d4": ("k int, w string", "clustered by (k) into 4 buckets", "using parquet"),
+    "e2": ("k int, w string", "clustered by (k) into 2 buckets", "using parquet"),
+    "kb8": ("k bigint, w string", "clustered by (k) into 8 buckets", "using parquet"),
+    "m8": ("k int, g int, w string", "clustered by (k, g) into 8 buckets", "using parquet"),
+    "n8": ("k int, g int, w string", "clustered by (k, g) into 8 buckets", "using parquet"),
+    "h8": ("k int, w string", "clustered by (k) into 8 buckets", "stored as parquet"),
+    "h8b": ("k int, w string", "clustered by (k) into 8 buckets", "stored as parquet"),
+    "p": ("k int, w string, g int", None, "using parquet"),
+}
+
+COALESCE = {"spark.sql.bucketing.coalesceBucketsInJoin.enabled": "true"}
+NO_REQUIRE_ALL = {"spark.sql.requireAllClusterKeysForCoPartition": "false"}
+NO_BUCKETING = {"spark.sql.sources.bucketing.enabled": "false"}
+
+CORPUS = [
+    # counts equal / different, coalescing on and off
+    ("equal counts", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k"),
+    ("8 vs 16", {}, "select * from {S}.a8 a join {S}.c16 c on a.k = c.k"),
+    ("16 vs 8", {}, "select * from {S}.c16 c join {S}.a8 a on c.k = a.k"),
+    ("8 vs 4", {}, "select * from {S}.a8 a join {S}.d4 d on a.k = d.k"),
+    ("8 vs 16 coalesced", COALESCE, "select * from {S}.a8 a join {S}.c16 c on a.k = c.k"),
+    ("8 vs 4 coalesced", COALESCE, "select * from {S}.a8 a join {S}.d4 d on a.k = d.k"),
+    ("2 vs 16 ratio too big", COALESCE, "select * from {S}.e2 e join {S}.c16 c on e.k = c.k"),
+    # keys equal / superset / subset / reordered
+    ("ON order reversed", {}, "select * from {S}.a8 a join {S}.b8 b on b.k = a.k"),
+    ("superset of bucket keys", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k and a.g = b.g"),
+    ("superset, require-all off", NO_REQUIRE_ALL, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k and a.g = b.g"),
+    ("subset of two bucket keys", {}, "select * from {S}.m8 m join {S}.n8 n on m.k = n.k"),
+    ("two keys", {}, "select * from {S}.m8 m join {S}.n8 n on m.k = n.k and m.g = n.g"),
+    ("two keys reordered", {}, "select * from {S}.m8 m join {S}.n8 n on m.g = n.g and m.k = n.k"),
+    ("two keys crossed", {}, "select * from {S}.m8 m join {S}.n8 n on m.k = n.g and m.g = n.k"),
+    ("non-bucket key", {}, "select * from {S}.a8 a join {S}.b8 b on a.g = b.g"),
+    # types
+    ("int vs bigint", {}, "select * from {S}.a8 a join {S}.kb8 x on a.k = x.k"),
+    ("bigint vs int", {}, "select * from {S}.kb8 x join {S}.a8 a on x.k = a.k"),
+    # casts and arithmetic on keys, in CTEs and inline
+    (
+        "cast in CTE",
+        {},
+        "with c as (select cast(k as bigint) as k, v from {S}.a8) select * from c join {S}.kb8 x on c.k = x.k",
+    ),
+    ("cast inline", {}, "select * from {S}.a8 a join {S}.b8 b on cast(a.k as bigint) = cast(b.k as bigint)"),
+    ("arithmetic in CTE", {}, "with c as (select k + 1 as k from {S}.a8) select * from c join {S}.b8 b on c.k = b.k"),
+    ("arithmetic inline", {}, "select * from {S}.a8 a join {S}.b8 b on a.k + 1 = b.k"),
+    (
+        "renamed in CTE",
+        {},
+        "with c as (select k as user_key, v from {S}.a8 where v is not null) "
+        "select * from c join {S}.b8 b on c.user_key = b.k",
+    ),
+    (
+        "nested CTEs",
+        {},
+        "with c1 as (select k, v from {S}.a8), c2 as (select k as kk from c1) "
+        "select * from c2 join {S}.b8 b on c2.kk = b.k",
+    ),
+    # UNION
+    ("union", {}, "select * from (select k from {S}.a8 union all select k from {S}.b8) u join {S}.c16 c on u.k = c.k"),
+    (
+        "union both sides",
+        {},
+        "with u as (select k from {S}.a8 union all select k from {S}.b8) "
+        "select * from u join (select k from {S}.a8 union select k from {S}.b8) v on u.k = v.k",
+    ),
+    # aggregates before joins
+    (
+        "aggregate on bucket key",
+        {},
+        "with t as (select k, count(*) as n from {S}.a8 group by k) select * from t join {S}.b8 b on t.k = b.k",
+    ),
+    (
+        "aggregate on other column",
+        {},
+        "with t as (select g as k, count(*) as n from {S}.a8 group by g) select * from t join {S}.b8 b on t.k = b.k",
+    ),
+    (
+        "two aggregates joined",
+        {},
+        "with t as (select g, count(*) n from {S}.a8 group by g), "
+        "u as (select g, count(*) m from {S}.b8 group by g) select * from t join u on t.g = u.g",
+    ),
+    # outer joins
+    ("left join", {}, "select * from {S}.a8 a left join {S}.b8 b on a.k = b.k"),
+    ("right join 8 vs 16", {}, "select * from {S}.a8 a right join {S}.c16 c on a.k = c.k"),
+    ("full join", {}, "select * from {S}.a8 a full outer join {S}.b8 b on a.k = b.k"),
+    ("left join plain", {}, "select * from {S}.a8 a left join {S}.p on a.k = p.k"),
+    # three-way joins
+    ("three-way bucketed", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k join {S}.m8 m on b.k = m.k"),
+    ("three-way then 16", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k join {S}.c16 c on a.k = c.k"),
+    ("three-way with plain", {}, "select * from {S}.a8 a join {S}.p on a.k = p.k join {S}.b8 b on p.k = b.k"),
+    # subqueries with aliases, USING
+    ("subquery alias", {}, "select * from (select k as id, w from {S}.b8) s join {S}.a8 a on s.id = a.k"),
+    ("using", {}, "select * from {S}.a8 join {S}.b8 using (k)"),
+    ("using superset", {}, "select * from {S}.a8 join {S}.b8 using (k, g)"),
+    ("filtered subquery", {}, "select * from (select * from {S}.a8 where g > 3) a join {S}.b8 b on a.k = b.k"),
+    # plain side, both plain
+    ("bucketed vs plain", {}, "select * from {S}.a8 a join {S}.p on a.k = p.k"),
+    ("plain vs plain", {}, "select * from {S}.p p1 join {S}.p p2 on p1.k = p2.k"),
+    # GROUP BY / DISTINCT / window
+    ("group by bucket key", {}, "select k, count(*) from {S}.a8 group by k"),
+    ("group by superset", {}, "select k, g, count(*) from {S}.a8 group by k, g"),
+    ("group by other", {}, "select g, count(*) from {S}.a8 group by g"),
+    ("group by hive table", {}, "select k, count(*) from {S}.h8 group by k"),
+    ("distinct bucket key", {}, "select distinct k from {S}.a8"),
+    ("distinct other", {}, "select distinct g from {S}.a8"),
+    ("window on bucket key", {}, "select k, row_number() over (partition by k order by v) from {S}.a8"),
+    ("window on other", {}, "select k, row_number() over (partition by g order by v) from {S}.a8"),
+    ("group by after join", {}, "select a.k, count(*) from {S}.a8 a join {S}.b8 b on a.k = b.k group by a.k"),
+    # Hive-hash vs Spark-hash tables
+    ("hive vs spark", {}, "select * from {S}.h8 h join {S}.a8 a on h.k = a.k"),
+    ("hive vs hive", {}, "select * from {S}.h8 h join {S}.h8b g on h.k = g.k"),
+    # session settings
+    ("bucketing disabled", NO_BUCKETING, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k"),
+    # evolving table (mixed partition specs), with and without partition filters
+    ("evolving, all partitions", {}, "select * from {S}.ev e join {S}.b8 b on e.k = b.k"),
+    ("evolving, one old partition", {}, "select * from {S}.ev e join {S}.b8 b on e.k = b.k where e.day = '2024-01-01'"),
+    (
+        "evolving, range",
+        {},
+        "select * from {S}.ev e join {S}.b8 b on e.k = b.k where e.day between '2024-01-01' and '2024-01-02'",
+    ),
+    ("evolving, in list", {}, "select * from {S}.ev e join {S}.b8 b on e.k = b.k where e.day in ('2024-01-03')"),
+    ("evolving, group by", {}, "select k, count(*) from {S}.ev where day >= '2024-01-02' group by k"),
+]
+
+
+@pytest.fixture(scope="module")
+def corpus_catalog(spark, dbt_project):
+    spark.sql(f"create database if not exists {S}")
+    for name, (cols, bucketing, storage) in TABLES.items():
+        spark.sql(f"drop table if exists {S}.{name}")
+        if storage.startswith("using"):
+            spark.sql(f"create table {S}.{name} ({cols}) {storage} {bucketing or ''}")
+        else:
+            spark.sql(f"create table {S}.{name} ({cols}) {bucketing or ''} {storage}")
+        select = ", ".join(
+            f"cast(id % 50 as {t.split()[1]})" if not t.split()[1] == "string" else "cast(id as string)"
+            for t in cols.split(", ")
+        )
+        spark.sql(f"insert into {S}.{name} select {select} from range(0, 200)")
+    # An evolving table, built by the package: days 0-1 with 8 buckets, day 2 with 16.
+    base = {"bucket_hash": "spark", "on_change": "evolve"}
+    run_model(dbt_project, "ev", {**base, "days": [0, 1]})
+    run_model(dbt_project, "ev", {**base, "days": [2], "buckets": 16})
+    client = SparkClient(spark)
+    catalog = Catalog()
+    for name in [*TABLES, "ev"]:
+        catalog.add(relation_from_live(client, f"{S}.{name}"))
+    assert catalog.get(f"{S}.ev").evolving
+    return catalog
+
+
+def _settings(conf):
+    return EngineSettings("spark", {"spark.sql.shuffle.partitions": "4", **conf})
+
+
+def test_corpus_covers_every_rule():
+    assert len(CORPUS) >= 40
+    assert len({label for label, _, _ in CORPUS}) == len(CORPUS)
+
+
+@pytest.mark.parametrize("label, conf, sql", CORPUS, ids=[c[0] for c in CORPUS])
+def test_static_verdict_equals_the_physical_plan(spark, corpus_catalog, label, conf, sql):
+    sql = sql.format(S=S)
+    findings = analyze_sql(sql, corpus_catalog, _settings(conf))
+    assert findings, "the checker found nothing to judge"
+    assert not any(f.unknown for f in findings), [f.to_json() for f in findings]
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        results = verify(spark, sql, findings)
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+    report = [
+        (f.kind, [(s.relation, s.keys, s.shuffle, s.reasons) for s in f.sides], r) for f, r in zip(findings, results)
+    ]
+    assert all(r["matched"] for r in results), report
+    # Every shuffling side says why.
+    assert all(s.reasons for f in findings for s in f.sides if s.shuffle), report

@@ -193,7 +193,8 @@ def test_static_verdict_equals_the_physical_plan(spark, corpus_catalog, label, c
         for key in conf:
             spark.conf.unset(key)
     report = [
-        (f.kind, [(s.relation, s.keys, s.shuffle, s.reasons) for s in f.sides], r) for f, r in zip(findings, results)
+        (f.kind, [(s.relation, s.keys, s.shuffle, s.reasons) for s in f.sides], r)
+        for f, r in zip(findings, results, strict=True)
     ]
     assert all(r["matched"] for r in results), report
     # Every shuffling side says why.

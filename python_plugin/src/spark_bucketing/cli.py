@@ -107,6 +107,41 @@ def cmd_partitions(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from spark_bucketing.checker.engines import EngineSettings
+    from spark_bucketing.checker.project import CheckError, format_text, run_check
+
+    conf = {}
+    for item in args.conf or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"spark-bucketing: --conf takes key=value, got {item!r}")
+        conf[key.strip()] = value.strip()
+    project_dir = Path(args.project_dir)
+    client = connect(args) if args.catalog == "live" or args.verify else None
+    try:
+        report = run_check(
+            project_dir,
+            select=args.select,
+            settings=EngineSettings(args.engine, conf),
+            catalog_mode=args.catalog,
+            client=client,
+            compile=not args.no_compile,
+            profiles_dir=Path(args.profiles_dir) if args.profiles_dir else None,
+            target=args.target,
+            verify_with=client.spark if args.verify else None,
+        )
+    except (CheckError, FileNotFoundError) as exc:
+        print(f"spark-bucketing check: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report.to_json(), indent=2) if args.format == "json" else format_text(report))
+    if args.fail_on == "shuffle" and report.shuffling_bucketed_joins():
+        return 1
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from spark_bucketing.demo import run_demo
 
@@ -134,6 +169,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", default=".demo", help="else: the local metastore and warehouse to open")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_partitions)
+
+    p = sub.add_parser("check", help="which joins and aggregations of the compiled models shuffle, and why")
+    p.add_argument("--project-dir", default=".")
+    p.add_argument("--profiles-dir", help="for dbt compile (default: dbt's own lookup)")
+    p.add_argument("--target", help="dbt target for dbt compile")
+    p.add_argument("--select", nargs="+", help="models by name, unique id or path (also passed to dbt compile)")
+    p.add_argument("--engine", choices=["spark", "trino"], default="spark")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark session setting the model runs with")
+    p.add_argument("--catalog", choices=["manifest", "live"], default="manifest")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--fail-on", choices=["shuffle"], help="exit 1 when a join between bucketed relations shuffles")
+    p.add_argument("--verify", action="store_true", help="also check each verdict against Spark's physical plan")
+    p.add_argument("--no-compile", action="store_true", help="reuse target/manifest.json instead of dbt compile")
+    p.add_argument("--thrift", metavar="HOST:PORT", help="Spark for --catalog live / --verify: a Thrift Server")
+    p.add_argument("--state-dir", default=".demo", help="... or this local metastore and warehouse")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("demo", help="build the demo pipeline and report its layout")
     p.add_argument("--project-dir", default=".")

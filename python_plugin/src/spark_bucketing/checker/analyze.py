@@ -180,7 +180,7 @@ class Analyzer:
 
     def source_outputs(self, scope: Scope) -> dict[str, Output]:
         out = {}
-        for alias, (node, source) in scope.selected_sources.items():
+        for alias, (_node, source) in scope.selected_sources.items():
             if isinstance(source, Scope):
                 out[alias] = self.scope_output(source)
             elif isinstance(source, exp.Table):
@@ -227,11 +227,12 @@ class Analyzer:
         notes: dict[str, list[str]] = {}
         rename: dict[ColId, str] = {}
         grouped = select.args.get("group") is not None
+        only = next(iter(sources)) if len(sources) == 1 else None
         for proj in select.expressions:
             name = proj.alias_or_name.lower()
             inner = proj.unalias()
-            if isinstance(inner, exp.Column) and inner.table:
-                cid = (inner.table, inner.name.lower())
+            if isinstance(inner, exp.Column) and (inner.table or only):
+                cid = (inner.table or only, inner.name.lower())
                 src = sources.get(inner.table)
                 types[name] = src.types.get(cid[1]) if src else None
                 base[name] = src.base.get(cid[1], (None, cid[1])) if src else (None, cid[1])
@@ -240,7 +241,7 @@ class Analyzer:
                 rename.setdefault(cid, name)
             else:
                 col = inner.find(exp.Column)
-                src = sources.get(col.table) if col is not None else None
+                src = sources.get(col.table or only) if col is not None else None
                 if col is not None:
                     base[name] = src.base.get(col.name.lower(), (None, col.name)) if src else (None, col.name)
                 if inner.find(exp.AggFunc) is not None or grouped:
@@ -283,12 +284,12 @@ class Analyzer:
         line = _line(join)
         if right is None or not pairs:
             return None, False  # a cross join or a non-equi join: not a shuffle question
-        left_desc = self.side_description(left_aliases, [l for l, _ in pairs], sources)
-        right_desc = self.side_description([right_alias], [r for _, r in pairs], sources)
+        l_keys, r_keys = [lk for lk, _ in pairs], [rk for _, rk in pairs]
+        left_desc = self.side_description(left_aliases, l_keys, sources)
+        right_desc = self.side_description([right_alias], r_keys, sources)
         right_part = _prefix(right.part, right_alias)
 
         # Keys that are not plain columns on a side cannot match its partitioning.
-        l_keys, r_keys = [l for l, _ in pairs], [r for _, r in pairs]
         l_plain = all(isinstance(k, tuple) for k in l_keys)
         r_plain = all(isinstance(k, tuple) for k in r_keys)
         l_type_ok, r_type_ok = True, True
@@ -441,7 +442,8 @@ class Analyzer:
         select: exp.Select,
         changes_partitioning: bool = True,
     ) -> Part | None:
-        keys = [e if not (isinstance(e, exp.Column) and e.table) else (e.table, e.name.lower()) for e in exprs]
+        only = next(iter(sources)) if len(sources) == 1 else None
+        keys = [_key(e, only) for e in exprs]
         plain = [k for k in keys if isinstance(k, tuple)]
         ok = part is not None and any(set(opt) <= set(plain) for opt in part.options)
         aliases = sorted({k[0] for k in plain}) or list(sources)
@@ -513,8 +515,12 @@ def _tables(e: exp.Expression) -> set[str]:
     return {c.table for c in e.find_all(exp.Column) if c.table}
 
 
-def _key(e: exp.Expression):
-    return (e.table, e.name.lower()) if isinstance(e, exp.Column) and e.table else e
+def _key(e: exp.Expression, only_source: str | None = None):
+    """(alias, column) for a plain column, else the expression itself. Without a
+    schema, sqlglot leaves columns unqualified: they belong to the block's only source."""
+    if isinstance(e, exp.Column) and (e.table or only_source):
+        return (e.table or only_source, e.name.lower())
+    return e
 
 
 def _type_of(key: ColId, sources: dict[str, Output]) -> str | None:
@@ -592,7 +598,7 @@ def partitions_read(info: RelationInfo, alias: str, select: exp.Expression) -> l
             continue
         name = col.name.lower()
 
-        def keep(p: PartitionRecord, test) -> bool:
+        def keep(p: PartitionRecord, test, name: str = name) -> bool:
             value = next((v for k, v in p.values.items() if k.lower() == name), None)
             return value is None or test(value)
 

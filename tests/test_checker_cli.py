@@ -1,0 +1,173 @@
+"""`spark-bucketing check` on a real dbt project: the text report, the JSON
+schema, --fail-on exit codes, --verify and --catalog live against the built
+tables, bad input, the Trino model, and the sqlfluff rule on a dbt model."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from spark_bucketing import cli
+
+TABLES = {
+    "fact": {"clustered_by": "k", "buckets": 8, "bucket_hash": "spark"},
+    "dim": {"clustered_by": "k", "buckets": 8, "bucket_hash": "spark"},
+    "dim16": {"clustered_by": "k", "buckets": 16, "bucket_hash": "spark"},
+    "hfact": {"clustered_by": "k", "buckets": 16, "bucket_hash": "hive"},
+    "hdim": {"clustered_by": "k", "buckets": 8, "bucket_hash": "hive"},
+}
+QUERIES = {
+    "good_join": "select f.k, d.v from {{ ref('fact') }} f\njoin {{ ref('dim') }} d\n  on f.k = d.k",
+    "bad_join": "select f.k, d.v\nfrom {{ ref('fact') }} f\n\njoin {{ ref('dim16') }} d on f.k = d.k",
+    "hive_join": "select * from {{ ref('hfact') }} h join {{ ref('hdim') }} d on h.k = d.k",
+    "grouped": "with t as (\n  select k, count(*) as n from {{ ref('fact') }} group by k\n)\nselect * from t",
+    "broken_sql": "select from from where",
+    "unknown_rel": "select * from {{ ref('fact') }} f join some_schema.not_there x on f.k = x.k",
+}
+
+
+@pytest.fixture(scope="module")
+def project(spark, dbt_project):
+    for name, config in TABLES.items():
+        dbt_project.write_model(
+            name,
+            "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 500)",
+            {"materialized": "bucketed_table", **config},
+        )
+    for name, sql in QUERIES.items():
+        (dbt_project.root / "models" / f"{name}.sql").write_text("{{ config(materialized='view') }}\n" + sql + "\n")
+    dbt_project.run(*TABLES)
+    return dbt_project
+
+
+def _check(project, *args):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = cli.main(["check", "--project-dir", str(project.root), "--profiles-dir", str(project.root), *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_text_report_and_fail_on_shuffle(project):
+    code, out, _ = _check(project, "--fail-on", "shuffle")
+    assert code == 1
+    assert "model.sb_it.bad_join (models/bad_join.sql)" in out
+    assert "join      SHUFFLE" in out and "BUCKET_COUNT_MISMATCH" in out
+    assert "fix  : give both tables the same bucket count" in out
+    assert "model.sb_it.good_join" in out and "join      no shuffle" in out
+    assert "1 joins between bucketed relations shuffle" in out
+
+    code, out, _ = _check(project, "--no-compile", "--select", "good_join", "grouped", "--fail-on", "shuffle")
+    assert code == 0, out
+    code, _, _ = _check(project, "--no-compile", "--select", "hive_join", "--fail-on", "shuffle")
+    assert code == 0  # Hive-hash tables are not bucketed for Spark: nothing bucketed to lose
+    code, _, _ = _check(
+        project,
+        "--no-compile",
+        "--select",
+        "bad_join",
+        "--fail-on",
+        "shuffle",
+        "--conf",
+        "spark.sql.bucketing.coalesceBucketsInJoin.enabled=true",
+    )
+    assert code == 0
+
+
+def test_json_schema(project):
+    code, out, _ = _check(project, "--no-compile", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) == {"engine", "models"} and data["engine"] == "spark"
+    by_model = {m["model"]: m["findings"] for m in data["models"]}
+    (bad,) = by_model["model.sb_it.bad_join"]
+    assert set(bad) == {"kind", "line", "shuffle_free", "sides", "suggestions"}
+    assert bad["kind"] == "join" and bad["line"] == 5 and bad["shuffle_free"] is False
+    left, right = bad["sides"]
+    assert set(left) == {"relation", "keys", "bucketed", "shuffle", "reasons"}
+    assert left == {
+        "relation": f"{project.schema}.fact",
+        "keys": ["k"],
+        "bucketed": True,
+        "shuffle": True,
+        "reasons": ["BUCKET_COUNT_MISMATCH"],
+    }
+    assert right["relation"] == f"{project.schema}.dim16" and right["shuffle"] is False
+    (agg,) = by_model["model.sb_it.grouped"]
+    assert agg["kind"] == "aggregate" and agg["shuffle_free"] is True and agg["line"] == 3
+    hive = by_model["model.sb_it.hive_join"][0]
+    assert hive["sides"][0]["reasons"] == ["HIVE_HASH_NOT_USED_BY_SPARK"]
+    assert any("bucket_hash='spark'" in s for s in hive["suggestions"])
+
+
+def test_bad_input_gives_unknown_findings_not_crashes(project, tmp_path):
+    code, out, _ = _check(project, "--no-compile", "--format", "json", "--select", "broken_sql", "unknown_rel")
+    assert code == 0
+    by_model = {m["model"]: m["findings"] for m in json.loads(out)["models"]}
+    (broken,) = by_model["model.sb_it.broken_sql"]
+    assert broken["unknown"] is True and broken["kind"] == "query"
+    assert "could not parse the compiled SQL" in broken["suggestions"][0]
+    (unknown,) = by_model["model.sb_it.unknown_rel"]
+    assert unknown["unknown"] is True and unknown["shuffle_free"] is False
+    assert unknown["sides"][1]["reasons"] == ["UNKNOWN_RELATION"]
+
+    (tmp_path / "dbt_project.yml").write_text("name: empty\n")
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = cli.main(["check", "--project-dir", str(tmp_path), "--no-compile"])
+    assert code == 2
+    assert "no dbt manifest at" in err.getvalue() and "dbt compile" in err.getvalue()
+
+
+def test_verify_against_the_built_tables_and_live_catalog(project):
+    code, out, _ = _check(
+        project,
+        "--no-compile",
+        "--format",
+        "json",
+        "--verify",
+        "--catalog",
+        "live",
+        "--select",
+        "good_join",
+        "bad_join",
+        "hive_join",
+        "grouped",
+    )
+    assert code == 0
+    findings = [f for m in json.loads(out)["models"] for f in m["findings"]]
+    assert len(findings) == 4
+    assert all(f["verified"] is True for f in findings), findings
+    code, out, _ = _check(project, "--no-compile", "--verify", "--select", "bad_join")
+    assert "[plan agrees]" in out
+
+
+def test_trino_engine(project):
+    code, out, _ = _check(
+        project, "--no-compile", "--format", "json", "--engine", "trino", "--select", "hive_join", "good_join"
+    )
+    by_model = {m["model"]: m["findings"] for m in json.loads(out)["models"]}
+    # 16 vs 8 Hive buckets: a power-of-two multiple, so Trino co-locates them.
+    assert by_model["model.sb_it.hive_join"][0]["shuffle_free"] is True
+    good = by_model["model.sb_it.good_join"][0]
+    assert good["shuffle_free"] is False
+    assert good["sides"][0]["reasons"] == ["SPARK_HASH_NOT_USED_BY_TRINO"]
+
+
+def test_sqlfluff_rule_flags_the_join_line_of_a_dbt_model(project):
+    from sqlfluff.core import FluffConfig, Linter
+
+    config = FluffConfig(
+        overrides={"dialect": "sparksql", "rules": "SB01", "templater": "jinja"},
+        configs={"templater": {"jinja": {"apply_dbt_builtins": True}}},
+    )
+    linter = Linter(config=config)
+    bad = linter.lint_path(str(project.root / "models" / "bad_join.sql"))
+    violations = [v for f in bad.files for v in f.get_violations()]
+    assert [v.rule_code() for v in violations] == ["SB01"]
+    assert violations[0].line_no == 5  # the JOIN's line in the model source (config line included)
+    assert "BUCKET_COUNT_MISMATCH" in violations[0].desc()
+    good = linter.lint_path(str(project.root / "models" / "good_join.sql"))
+    assert [v for f in good.files for v in f.get_violations()] == []

@@ -68,7 +68,7 @@ def run_demo(project_dir: Path, state_dir: Path) -> int:
     quiet_pyspark_logs()
     common = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir / "profiles")]
     runner = dbtRunner()
-    for command in (["run"], ["test"]):
+    for command in (["run"], ["test"], ["compile", "--quiet"]):  # compile: the checker reads compiled models
         result = runner.invoke([*command, *common])
         if not result.success:
             print(f"\ndemo: `dbt {command[0]}` failed; see the messages above.", file=sys.stderr)
@@ -90,4 +90,15 @@ def run_demo(project_dir: Path, state_dir: Path) -> int:
         .toString()
     )
     print(f"\nusers JOIN orders on user_id: {plan.count('Exchange')} shuffle exchanges in Spark's physical plan")
+
+    # The bucket-join checker on the demo's own models, verified against Spark's plans.
+    from spark_bucketing.checker.project import format_text, run_check
+
+    checked = run_check(project_dir, compile=False, verify_with=spark)
+    print("\nspark-bucketing check --verify on the demo models:\n")
+    print(format_text(checked))
+    disagreements = [v for m in checked.models for v in m.verification or [] if v["matched"] is False]
+    if disagreements:
+        print(f"\ndemo: {len(disagreements)} static verdicts disagree with Spark's plans", file=sys.stderr)
+        return 1
     return 0

@@ -93,9 +93,10 @@ def run_demo(project_dir: Path, state_dir: Path) -> int:
 
     # The bucket-join checker on the demo's own models, verified against Spark's plans.
     from spark_bucketing.checker.project import format_text, run_check
+    from spark_bucketing.metadata import SparkClient
 
-    checked = run_check(project_dir, compile=False, verify_with=spark)
-    print("\nspark-bucketing check --verify on the demo models:\n")
+    checked = run_check(project_dir, compile=False, catalog_mode="live", client=SparkClient(spark), verify_with=spark)
+    print("\nspark-bucketing check --catalog live --verify on the demo models:\n")
     print(format_text(checked))
     disagreements = [v for m in checked.models for v in m.verification or [] if v["matched"] is False]
     if disagreements:

@@ -707,10 +707,17 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
         ]
     try:
         qualified = qualify(
-            parsed, dialect="spark", schema=catalog.sqlglot_schema(), validate_qualify_columns=False, identify=False
+            parsed.copy(),
+            dialect="spark",
+            schema=catalog.sqlglot_schema(),
+            validate_qualify_columns=False,
+            identify=False,
         )
-    except Exception as err:  # sqlglot raises several kinds on odd SQL
-        return [Finding("query", 1, [], [f"could not resolve the query's columns: {err}"], unknown=True)]
+    except Exception:  # sqlglot raises several kinds on SQL it cannot resolve with the schema
+        try:
+            qualified = qualify(parsed, dialect="spark", validate_qualify_columns=False, identify=False)
+        except Exception as err:
+            return [Finding("query", 1, [], [f"could not resolve the query's columns: {err}"], unknown=True)]
     root = build_scope(qualified)
     if root is None:
         return []

@@ -27,6 +27,7 @@ class RelationInfo:
     partitions: list[PartitionRecord] = field(default_factory=list)  # recorded per-partition specs
     latest: BucketSpec | None = None  # the spec of the latest write (bucketed_incremental)
     source: str = "manifest"
+    complete: bool = False  # every column is known (catalog.json or live), not just those schema.yml lists
 
     @property
     def evolving(self) -> bool:
@@ -51,8 +52,8 @@ class Catalog:
     def sqlglot_schema(self) -> dict:
         schema: dict = {}
         for key, info in self.relations.items():
-            if not info.columns:
-                continue
+            if not info.columns or not info.complete:
+                continue  # a partial column list would make sqlglot reject the other columns
             parts = key.split(".")
             target = schema
             for p in parts[:-1]:
@@ -106,13 +107,18 @@ def catalog_from_manifest(project_dir: Path, target_dir: str = "target") -> Cata
         if not relation:
             continue
         columns = {c.lower(): (col.get("data_type") or None) for c, col in (node.get("columns") or {}).items()}
-        for c, col in (catalog_json.get(unique_id, {}).get("columns") or {}).items():
+        documented = catalog_json.get(unique_id, {}).get("columns") or {}
+        for c, col in documented.items():
             columns[c.lower()] = col.get("type") or columns.get(c.lower())
         config = node.get("config") or {}
         meta_spec = (node.get("meta") or config.get("meta") or {}).get("spark_bucketing")
         bucket = BucketSpec.from_record(meta_spec) if meta_spec else spec_from_config(config)
         partition_by = [p.lower() for p in _as_list(config.get("partition_by"))]
-        catalog.add(RelationInfo(normalize_name(relation), columns, bucket, partition_by, source="manifest"))
+        catalog.add(
+            RelationInfo(
+                normalize_name(relation), columns, bucket, partition_by, source="manifest", complete=bool(documented)
+            )
+        )
     return catalog
 
 
@@ -127,4 +133,5 @@ def relation_from_live(client: SqlClient, name: str) -> RelationInfo:
         meta.partitions,
         meta.latest,
         source="live",
+        complete=True,
     )

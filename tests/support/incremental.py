@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from spark_bucketing import hashing
 from spark_bucketing.files import bucket_of, local_path
+from spark_bucketing.metadata import SparkClient, read_table_metadata
 from tests.support.dbt_project import DbtProject
 
 MODEL_SQL = """
@@ -108,15 +109,14 @@ def metadata(spark: SparkSession, table: str) -> dict:
 
 
 def declared(spark: SparkSession, table: str) -> dict | None:
-    desc = {r.col_name: r.data_type for r in spark.sql(f"describe table extended {table}").collect()}
-    if not desc.get("Num Buckets") or int(desc["Num Buckets"]) <= 0:
+    spec = read_table_metadata(SparkClient(spark), table).declared
+    if spec is None:
         return None
-    strip = lambda s: [c.strip(" `") for c in s.strip("[]").split(",") if c.strip()]  # noqa: E731
     return {
-        "hash": "hive" if desc["Provider"] == "hive" else "spark",
-        "clustered_by": strip(desc["Bucket Columns"]),
-        "buckets": int(desc["Num Buckets"]),
-        "sorted_by": strip(desc.get("Sort Columns", "[]")),
+        "hash": spec.hash,
+        "clustered_by": list(spec.clustered_by),
+        "buckets": spec.buckets,
+        "sorted_by": list(spec.sorted_by),
     }
 
 

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from spark_bucketing import hashing
 from spark_bucketing.files import bucket_of, data_files, local_path
-from tests.support.spark import table_location
+from spark_bucketing.metadata import SparkClient, read_table_metadata
 
 
 @dataclass
@@ -37,16 +37,16 @@ def _sort_key(values):
 
 def check_layout(spark: SparkSession, table: str) -> LayoutReport:
     """Checks a table's files against the spec its catalog entry declares."""
-    desc = {r.col_name: r.data_type for r in spark.sql(f"describe table extended {table}").collect()}
-    strip = lambda s: [c.strip(" `") for c in s.strip("[]").split(",") if c.strip()]  # noqa: E731
+    meta = read_table_metadata(SparkClient(spark), table)
+    spec = meta.declared
     return check_files(
         spark,
-        location=table_location(spark, table),
-        file_format="orc" if "orc" in (desc.get("Serde Library", "") + desc["Provider"]).lower() else "parquet",
-        keys=strip(desc["Bucket Columns"]),
-        num_buckets=int(desc["Num Buckets"]),
-        family="hive" if desc["Provider"].lower() == "hive" else "spark",
-        sort_cols=strip(desc.get("Sort Columns", "[]")),
+        location=local_path(meta.location),
+        file_format=meta.file_format,
+        keys=list(spec.clustered_by),
+        num_buckets=spec.buckets,
+        family=spec.hash,
+        sort_cols=list(spec.sorted_by),
         types={f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields},
     )
 

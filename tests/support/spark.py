@@ -7,35 +7,16 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from spark_bucketing.files import BUCKET_IN_NAME, data_files, files_per_bucket, local_path  # noqa: F401
-from spark_bucketing.sparklogs import quiet_pyspark_logs
+from spark_bucketing.sparksession import local_session
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"
 
 
 def make_session(base: Path, **conf: str) -> SparkSession:
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("spark-bucketing-tests")
-        .enableHiveSupport()
-        .config("spark.sql.warehouse.dir", str(base / "warehouse"))
-        .config(
-            "spark.hadoop.javax.jdo.option.ConnectionURL",
-            f"jdbc:derby:;databaseName={base / 'metastore_db'};create=true",
-        )
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={base} -Dlog4j2.configurationFile={LOG4J_CONF}")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.autoBroadcastJoinThreshold", "-1")
-        .config("spark.log.structuredLogging.enabled", "false")
-    )
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    quiet_pyspark_logs()
-    return session
+    """The test session: small shuffles, no broadcast joins (tests probe join plans)."""
+    settings = {"spark.sql.shuffle.partitions": "4", "spark.sql.autoBroadcastJoinThreshold": "-1", **conf}
+    return local_session(base, LOG4J_CONF, **settings)
 
 
 def table_location(spark: SparkSession, table: str) -> Path:

@@ -59,7 +59,7 @@ def run_demo(project_dir: Path, state_dir: Path) -> int:
     from dbt.cli.main import dbtRunner
     from pyspark.sql import SparkSession
 
-    from spark_bucketing.sparklogs import quiet_pyspark_logs
+    from spark_bucketing.sparksession import quiet_pyspark_logs
 
     state_dir.mkdir(parents=True, exist_ok=True)
     os.environ["SPARK_BUCKETING_DEMO_DIR"] = str(state_dir.resolve())

@@ -61,6 +61,7 @@ class TableMetadata:
     partition_by: list[str]
     columns: dict[str, str]
     location: str | None
+    file_format: str = "parquet"
     latest: BucketSpec | None = None
     partitions: list[PartitionRecord] = field(default_factory=list)
 
@@ -108,7 +109,9 @@ def declared_spec(details: dict[str, str]) -> BucketSpec | None:
 def read_table_metadata(client: SqlClient, table: str) -> TableMetadata:
     columns, partition_by, details = parse_describe(client.query(f"describe table extended {table}"))
     props = {k: v for k, v in client.query(f"show tblproperties {table}")}
-    meta = TableMetadata(table, declared_spec(details), partition_by, columns, details.get("Location"))
+    storage = " ".join(details.get(k) or "" for k in ("Provider", "Serde Library", "InputFormat")).lower()
+    file_format = "orc" if "orc" in storage else "parquet"
+    meta = TableMetadata(table, declared_spec(details), partition_by, columns, details.get("Location"), file_format)
     if PREFIX + "spec" in props:
         meta.latest = BucketSpec.from_record(json.loads(props[PREFIX + "spec"]))
     for key, value in sorted(props.items()):
@@ -138,27 +141,9 @@ class SparkClient:
     def local(cls, state_dir: str) -> SparkClient:
         from pathlib import Path
 
-        from pyspark.sql import SparkSession
+        from spark_bucketing.sparksession import local_session
 
-        from spark_bucketing.sparklogs import quiet_pyspark_logs
-
-        base = Path(state_dir).resolve()
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .enableHiveSupport()
-            .config("spark.sql.warehouse.dir", str(base / "warehouse"))
-            .config(
-                "spark.hadoop.javax.jdo.option.ConnectionURL",
-                f"jdbc:derby:;databaseName={base / 'metastore_db'};create=true",
-            )
-            .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={base}")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        quiet_pyspark_logs()
-        return cls(spark)
+        return cls(local_session(Path(state_dir)))
 
     def query(self, sql: str) -> list[tuple]:
         return [tuple(r) for r in self.spark.sql(sql).collect()]

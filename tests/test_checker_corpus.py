@@ -199,3 +199,23 @@ def test_static_verdict_equals_the_physical_plan(spark, corpus_catalog, label, c
     assert all(r["matched"] for r in results), report
     # Every shuffling side says why.
     assert all(s.reasons for f in findings for s in f.sides if s.shuffle), report
+
+
+@pytest.mark.parametrize(
+    "label, reason",
+    [
+        ("evolving, all partitions", "MIXED_PARTITION_SPECS"),
+        ("evolving, one old partition", "EVOLVING_TABLE_DECLARED_UNBUCKETED"),
+        ("evolving, range", "EVOLVING_TABLE_DECLARED_UNBUCKETED"),
+        ("evolving, in list", "EVOLVING_TABLE_DECLARED_UNBUCKETED"),
+        ("evolving, group by", "MIXED_PARTITION_SPECS"),
+    ],
+)
+def test_partition_predicates_decide_which_specs_a_query_reads(corpus_catalog, label, reason):
+    """Days 0-1 were written with 8 buckets, day 2 with 16: a query that reads
+    only one of the two specs is told the table still declares itself unbucketed."""
+    (sql,) = [q for name, _, q in CORPUS if name == label]
+    findings = analyze_sql(sql.format(S=S), corpus_catalog, _settings({}))
+    ev_sides = [s for f in findings for s in f.sides if s.relation == f"{S}.ev"]
+    assert ev_sides and all(s.shuffle and reason in s.reasons for s in ev_sides)
+    assert any("backfill" in text for f in findings for text in f.suggestions)

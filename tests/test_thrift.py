@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from spark_bucketing.files import local_path
+from spark_bucketing.metadata import ThriftClient, read_table_metadata
 from tests.support.dbt_project import DbtProject, failure_text
 from tests.support.layout import check_files
 from tests.support.thrift_server import ThriftServer
@@ -62,8 +64,12 @@ def test_build_and_test_through_thrift(spark, server, thrift_project):
     thrift_project.run()
     test = thrift_project.dbt("test")
     assert test.success, failure_text(test)
+    client = ThriftClient("127.0.0.1", server.port)
     for family in ("hive", "spark"):
-        location = server.warehouse / "t_thrift.db" / f"events_{family}"
+        # The second run built into the model's other folder: ask the server where the table is now.
+        meta = read_table_metadata(client, f"t_thrift.events_{family}")
+        location = local_path(meta.location)
+        assert location.parent == server.warehouse / "t_thrift.db"
         report = check_files(
             spark,
             location,
@@ -79,3 +85,17 @@ def test_build_and_test_through_thrift(spark, server, thrift_project):
         assert report.files == 18 and report.max_files_per_bucket == 1
         assert report.misplaced_rows == 0 and report.unsorted_rows == 0
         assert report.rows == 6000
+
+
+def test_partitions_command_reads_metadata_through_thrift(server, thrift_project):
+    import io
+    from contextlib import redirect_stdout
+
+    from spark_bucketing import cli
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["partitions", "t_thrift.events_hive", "--thrift", f"127.0.0.1:{server.port}"]) == 0
+    text = out.getvalue()
+    assert "catalog declares: 6 buckets on (customer_id), hive hash, sorted by (event_id)" in text
+    assert "region=0" in text and "region=2" in text

@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
-from spark_bucketing.files import files_per_bucket, local_path
+from spark_bucketing.files import bucket_of, local_path
 
 
 def _describe(spark, table: str) -> dict[str, str]:
     return {r.col_name: r.data_type for r in spark.sql(f"describe table extended {table}").collect()}
+
+
+def files_per_bucket_in_catalog(spark, table: str) -> Counter:
+    """(partition folder, bucket id) -> files, over the files the catalog's
+    partitions point at (incremental partitions live in their own folders)."""
+    spark.conf.set("spark.sql.sources.bucketing.enabled", "false")
+    try:
+        files = [r.f for r in spark.sql(f"select distinct input_file_name() as f from {table}").collect()]
+    finally:
+        spark.conf.unset("spark.sql.sources.bucketing.enabled")
+    return Counter((str(local_path(f).parent), bucket_of(local_path(f).name)) for f in files)
 
 
 def report(spark, schema: str) -> list[dict]:
@@ -21,21 +33,21 @@ def report(spark, schema: str) -> list[dict]:
     for t in spark.sql(f"show tables in {schema}").collect():
         if t.isTemporary:
             continue
-        desc = _describe(spark, f"{schema}.{t.tableName}")
+        table = f"{schema}.{t.tableName}"
+        desc = _describe(spark, table)
         if not desc.get("Num Buckets") or int(desc["Num Buckets"]) <= 0:
             continue
-        location = local_path(desc["Location"])
-        counts = files_per_bucket(location)
+        counts = files_per_bucket_in_catalog(spark, table)
         rows.append(
             {
-                "table": f"{schema}.{t.tableName}",
+                "table": table,
                 "hash": "hive" if desc["Provider"] == "hive" else "spark",
                 "buckets": int(desc["Num Buckets"]),
                 "partitions": len({d for d, _ in counts}),
                 "files": sum(counts.values()),
                 "max_files_per_bucket": max(counts.values(), default=0),
-                "rows": spark.table(f"{schema}.{t.tableName}").count(),
-                "location": str(location),
+                "rows": spark.table(table).count(),
+                "location": str(local_path(desc["Location"])),
             }
         )
     return rows
@@ -55,7 +67,9 @@ def print_report(rows: list[dict]) -> None:
         print(f"  {r['table']}: {r['location']}")
 
 
-def run_demo(project_dir: Path, state_dir: Path) -> int:
+def run_demo(project_dir: Path, state_dir: Path, dbt_args: list[str] | None = None, target_dir: str = "target") -> int:
+    """Returns the exit code; `dbt_args` go to every dbt command (the tests
+    pass smaller data through --vars and their own --target-path)."""
     from dbt.cli.main import dbtRunner
     from pyspark.sql import SparkSession
 
@@ -66,7 +80,7 @@ def run_demo(project_dir: Path, state_dir: Path) -> int:
     os.environ.setdefault("SPARK_BUCKETING_LOG4J", str((project_dir / "scripts" / "log4j2.properties").resolve()))
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     quiet_pyspark_logs()
-    common = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir / "profiles")]
+    common = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir / "profiles"), *(dbt_args or [])]
     runner = dbtRunner()
     for command in (["run"], ["test"], ["compile", "--quiet"]):  # compile: the checker reads compiled models
         result = runner.invoke([*command, *common])
@@ -95,7 +109,14 @@ def run_demo(project_dir: Path, state_dir: Path) -> int:
     from spark_bucketing.checker.project import format_text, run_check
     from spark_bucketing.metadata import SparkClient
 
-    checked = run_check(project_dir, compile=False, catalog_mode="live", client=SparkClient(spark), verify_with=spark)
+    checked = run_check(
+        project_dir,
+        compile=False,
+        catalog_mode="live",
+        client=SparkClient(spark),
+        verify_with=spark,
+        target_dir=target_dir,
+    )
     print("\nspark-bucketing check --catalog live --verify on the demo models:\n")
     print(format_text(checked))
     disagreements = [v for m in checked.models for v in m.verification or [] if v["matched"] is False]

@@ -108,17 +108,18 @@ def run_check(
     profiles_dir: Path | None = None,
     target: str | None = None,
     verify_with=None,
+    target_dir: str = "target",
 ) -> Report:
     select = select or []
     settings = settings or EngineSettings()
     if compile:
         compile_project(project_dir, profiles_dir, select, target)
-    manifest_path = project_dir / "target" / "manifest.json"
+    manifest_path = project_dir / target_dir / "manifest.json"
     if not manifest_path.exists():
         raise CheckError(f"no dbt manifest at {manifest_path}: run `dbt compile` there, or drop --no-compile")
     manifest = json.loads(manifest_path.read_text())
     started = time.perf_counter()
-    catalog = catalog_from_manifest(project_dir)
+    catalog = catalog_from_manifest(project_dir, target_dir)
     models = selected_models(manifest, select)
     if catalog_mode == "live":
         if client is None:

@@ -82,8 +82,10 @@ def main() -> int:
     median = statistics.median(times)
     findings = sum(len(m.findings) for m in report.models)
     print(f"\n{len(report.models)} models, {findings} findings; dbt compile took {compile_s:.1f} s (not counted)")
-    print(f"static check: median {median:.3f} s over {args.repeat} runs = {len(report.models) / median:.0f} models/s "
-          f"(target >= 50 models/s)")
+    print(
+        f"static check: median {median:.3f} s over {args.repeat} runs = {len(report.models) / median:.0f} models/s "
+        f"(target >= 50 models/s)"
+    )
     spark.stop()
     return 0
 

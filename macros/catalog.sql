@@ -45,7 +45,6 @@
       'sorted_by': spark_bucketing.strip_column_list(details.get('Sort Columns')),
       'location': details.get('Location'),
       'type': (details.get('Type') or '') | lower,
-      'properties': details.get('Table Properties', ''),
   }) }}
 {% endmacro %}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_bucketing.files import BUCKET_IN_NAME, data_files, files_per_bucket, local_path  # noqa: F401
+from spark_bucketing.files import BUCKET_IN_NAME, data_files, local_path  # noqa: F401 (re-exported for tests)
 from spark_bucketing.sparksession import local_session
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

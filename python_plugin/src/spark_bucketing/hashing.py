@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 FAMILIES = ("hive", "spark")
@@ -222,9 +222,3 @@ def bucket_id(values: Sequence[Any], types: Sequence[str], num_buckets: int, fam
     if family == "hive":
         return (hive_hash(values, types) & 0x7FFFFFFF) % num_buckets
     raise ValueError(f"unknown hash family {family!r}; expected one of {FAMILIES}")
-
-
-def bucket_ids(rows: Iterable[Sequence[Any]], types: Sequence[str], num_buckets: int, family: str) -> list[int]:
-    """``bucket_id`` over many rows, with the type dispatch resolved once."""
-    normalized = [normalize_type(t) for t in types]
-    return [bucket_id(row, normalized, num_buckets, family) for row in rows]

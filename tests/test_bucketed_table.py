@@ -10,6 +10,7 @@ import pytest
 from spark_bucketing import hashing
 from tests.support.dbt_project import failure_text
 from tests.support.layout import check_layout
+from tests.support.spark import describe
 
 # 12 input tasks everywhere: range(start, end, step, numPartitions).
 TASKS = 12
@@ -170,10 +171,7 @@ def test_sorted_models_really_had_work_to_sort(spark, dbt_project, built):
 
 
 def test_hive_tables_declare_a_hive_spec(spark, dbt_project, built):
-    rows = {
-        r.col_name: r.data_type
-        for r in spark.sql(f"describe table extended {dbt_project.schema}.dynamic_part_hive_sorted").collect()
-    }
+    rows = describe(spark, f"{dbt_project.schema}.dynamic_part_hive_sorted")
     assert rows["Provider"] == "hive"
     assert rows["Num Buckets"] == "16"
     assert "bucketing_version=1" in rows["Table Properties"]
@@ -184,10 +182,7 @@ def test_hive_tables_declare_a_hive_spec(spark, dbt_project, built):
 
 
 def test_spark_tables_are_datasource_tables(spark, dbt_project, built):
-    rows = {
-        r.col_name: r.data_type
-        for r in spark.sql(f"describe table extended {dbt_project.schema}.unpart_spark_orc").collect()
-    }
+    rows = describe(spark, f"{dbt_project.schema}.unpart_spark_orc")
     assert rows["Provider"] == "orc"
     assert rows["Num Buckets"] == "7"
 

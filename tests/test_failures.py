@@ -7,6 +7,7 @@ import pytest
 
 from tests.support.dbt_project import DbtProject, node_messages
 from tests.support.layout import check_layout
+from tests.support.spark import describe
 
 GOOD_SQL = "select cast(id as int) as k, cast(id % 3 as string) as p, id as v from range(0, 1000, 1, 4)"
 GOOD = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 8, "partition_by": "p"}
@@ -48,7 +49,7 @@ def test_rebuild_replaces_rows_and_spec(spark, dbt_project):
     dbt_project.run("respec")
     dbt_project.write_model("respec", GOOD_SQL, {**GOOD, "buckets": 5, "bucket_hash": "spark", "file_format": "orc"})
     dbt_project.run("respec")
-    desc = {r.col_name: r.data_type for r in spark.sql(f"describe table extended {schema}.respec").collect()}
+    desc = describe(spark, f"{schema}.respec")
     assert desc["Num Buckets"] == "5" and desc["Provider"] == "orc"
     report = check_layout(spark, f"{schema}.respec")
     assert report.max_files_per_bucket == 1 and report.misplaced_rows == 0 and report.rows == 1000

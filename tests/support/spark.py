@@ -22,3 +22,8 @@ def make_session(base: Path, **conf: str) -> SparkSession:
 def table_location(spark: SparkSession, table: str) -> Path:
     rows = spark.sql(f"describe table extended {table}").collect()
     return local_path(next(r.data_type for r in rows if r.col_name == "Location"))
+
+
+def describe(spark: SparkSession, table: str) -> dict[str, str]:
+    """DESCRIBE TABLE EXTENDED as {row name: value}."""
+    return {r.col_name: r.data_type for r in spark.sql(f"describe table extended {table}").collect()}

@@ -113,6 +113,9 @@ def test_bad_input_gives_unknown_findings_not_crashes(project, tmp_path):
     assert unknown["unknown"] is True and unknown["shuffle_free"] is False
     assert unknown["sides"][1]["reasons"] == ["UNKNOWN_RELATION"]
 
+    code, _, err = _check(project, "--no-compile", "--verify", "--thrift", "127.0.0.1:1")
+    assert code == 2 and "--verify plans queries in a local Spark session" in err
+
     (tmp_path / "dbt_project.yml").write_text("name: empty\n")
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):

@@ -120,6 +120,12 @@ def cmd_check(args: argparse.Namespace) -> int:
             raise SystemExit(f"spark-bucketing: --conf takes key=value, got {item!r}")
         conf[key.strip()] = value.strip()
     project_dir = Path(args.project_dir)
+    if args.verify and args.thrift:
+        print(
+            "spark-bucketing check: --verify plans queries in a local Spark session; use --state-dir, not --thrift",
+            file=sys.stderr,
+        )
+        return 2
     client = connect(args) if args.catalog == "live" or args.verify else None
     try:
         report = run_check(

@@ -40,6 +40,8 @@ def project(spark, dbt_project):
     for name, sql in QUERIES.items():
         (dbt_project.root / "models" / f"{name}.sql").write_text("{{ config(materialized='view') }}\n" + sql + "\n")
     dbt_project.run(*TABLES)
+    # Every test may reuse the manifest (--no-compile), whatever order they run in.
+    assert dbt_project.dbt("compile").success
     return dbt_project
 
 

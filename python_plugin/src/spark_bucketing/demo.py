@@ -10,10 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from spark_bucketing.files import bucket_of, local_path
-
-
-def _describe(spark, table: str) -> dict[str, str]:
-    return {r.col_name: r.data_type for r in spark.sql(f"describe table extended {table}").collect()}
+from spark_bucketing.metadata import SparkClient, read_table_metadata
 
 
 def files_per_bucket_in_catalog(spark, table: str) -> Counter:
@@ -34,20 +31,20 @@ def report(spark, schema: str) -> list[dict]:
         if t.isTemporary:
             continue
         table = f"{schema}.{t.tableName}"
-        desc = _describe(spark, table)
-        if not desc.get("Num Buckets") or int(desc["Num Buckets"]) <= 0:
+        meta = read_table_metadata(SparkClient(spark), table)
+        if meta.declared is None:
             continue
         counts = files_per_bucket_in_catalog(spark, table)
         rows.append(
             {
                 "table": table,
-                "hash": "hive" if desc["Provider"] == "hive" else "spark",
-                "buckets": int(desc["Num Buckets"]),
+                "hash": meta.declared.hash,
+                "buckets": meta.declared.buckets,
                 "partitions": len({d for d, _ in counts}),
                 "files": sum(counts.values()),
                 "max_files_per_bucket": max(counts.values(), default=0),
                 "rows": spark.table(table).count(),
-                "location": str(local_path(desc["Location"])),
+                "location": str(local_path(meta.location)),
             }
         )
     return rows
@@ -107,7 +104,6 @@ def run_demo(project_dir: Path, state_dir: Path, dbt_args: list[str] | None = No
 
     # The bucket-join checker on the demo's own models, verified against Spark's plans.
     from spark_bucketing.checker.project import format_text, run_check
-    from spark_bucketing.metadata import SparkClient
 
     checked = run_check(
         project_dir,

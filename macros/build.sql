@@ -6,7 +6,7 @@
   {%- set base = model['alias'] -%}
   {%- set out = {} -%}
   {%- for role, suffix in [('target', ''), ('tmp', '__dbt_tmp'), ('backup', '__dbt_backup'), ('scratch', '__dbt_scratch'),
-                          ('incr', '__dbt_incr'), ('respec', '__dbt_respec')] -%}
+                          ('incr', '__dbt_incr'), ('respec', '__dbt_respec'), ('new', '__dbt_new')] -%}
     {%- do out.update({role: api.Relation.create(identifier=base ~ suffix, schema=schema, database=database, type='table')}) -%}
   {%- endfor -%}
   {{ return(out) }}
@@ -32,7 +32,7 @@
   {%- elif backup is not none -%}
     {%- do adapter.drop_relation(backup) -%}
   {%- endif -%}
-  {%- for role in ('tmp', 'incr', 'respec') -%}{%- do adapter.drop_relation(rels[role]) -%}{%- endfor -%}
+  {%- for role in ('tmp', 'incr', 'respec', 'new') -%}{%- do adapter.drop_relation(rels[role]) -%}{%- endfor -%}
   {{ return(target) }}
 {% endmacro %}
 
@@ -70,10 +70,10 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro table_stats(relation, spec) %}
+{% macro table_stats(relation, partition_by, only=none) %}
   {#- partition_stats with bucketed reads off, so every file is counted. -#}
   {%- set previous = spark_bucketing.apply_settings({'spark.sql.sources.bucketing.enabled': 'false'}) -%}
-  {%- set stats = spark_bucketing.partition_stats(relation, spec) -%}
+  {%- set stats = spark_bucketing.partition_stats(relation, partition_by, only) -%}
   {%- do spark_bucketing.restore_settings(previous) -%}
   {{ return(stats) }}
 {% endmacro %}
@@ -84,10 +84,10 @@
   {%- set owned = spark_bucketing.owned_locations(spec, rels.target) -%}
   {%- set location = spark_bucketing.free_location(owned, old_info) -%}
   {#- The free folder may hold an older build whose partitions the new one would not overwrite. -#}
-  {%- do spark_bucketing.delete_location(location, rels.scratch) -%}
+  {%- do spark_bucketing.delete_location(location, rels.scratch, may_be_missing=true) -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.tmp, spec, columns, sql, location) -%}
   {%- do spark_bucketing.verify_write(rels.tmp, spec, location, rels) -%}
-  {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, spark_bucketing.table_stats(rels.tmp, spec))) -%}
+  {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, spark_bucketing.table_stats(rels.tmp, spec.partition_by))) -%}
   {%- do spark_bucketing.checkpoint('before_swap') -%}
 
   {%- if old_relation is not none -%}
@@ -108,10 +108,6 @@
   {{ return({'hash': info.bucket_hash, 'clustered_by': info.clustered_by, 'buckets': info.buckets, 'sorted_by': info.sorted_by} if info.buckets else none) }}
 {% endmacro %}
 
-{% macro partition_clause(values) -%}
-  partition ({% for col, value in values.items() %}{{ spark_bucketing.quoted([col])[0] }} = {{ spark_bucketing.sql_string(value) }}{{ ', ' if not loop.last }}{% endfor %})
-{%- endmacro %}
-
 {% macro redeclare(rels, target, record, spec) %}
   {#- Re-declares the table's bucket spec (`record`, or none for unbucketed)
       by a new catalog entry over the same files: Spark cannot ALTER a bucket
@@ -127,12 +123,22 @@
   {%- call statement('spark_bucketing_redeclare') -%}
     {{ spark_bucketing.create_bucketed_table_sql(rels.respec, decl, info.columns, info.location) }}
   {%- endcall -%}
-  {%- set stats = spark_bucketing.table_stats(target, decl) -%}
-  {%- for batch in stats | batch(100) -%}
+  {#- Every partition the catalog lists: at the folder its files are in, or,
+      for a partition without files, where the catalog has it. -#}
+  {%- set catalog = spark_bucketing.catalog_partitions(target) -%}
+  {%- set entries = [] -%}
+  {%- set found = [] -%}
+  {%- for s in spark_bucketing.table_stats(target, info.partition_by) -%}
+    {%- do entries.append((s['values'], s.location)) -%}{%- do found.append(s['values']) -%}
+  {%- endfor -%}
+  {%- for path, values in catalog.items() if not spark_bucketing.values_in(values, found, info.partition_by) -%}
+    {%- do entries.append((values, spark_bucketing.partition_location(target, values))) -%}
+  {%- endfor -%}
+  {%- for batch in entries | batch(100) -%}
     {%- call statement('spark_bucketing_add_partitions') -%}
-      alter table {{ rels.respec }} add if not exists
-      {%- for s in batch %}
-        {{ spark_bucketing.partition_clause(s['values']) }} location {{ spark_bucketing.sql_string(s.location) }}
+      alter table {{ rels.respec }} add
+      {%- for values, location in batch %}
+        {{ spark_bucketing.partition_clause(values) }} location {{ spark_bucketing.sql_string(location) }}
       {%- endfor %}
     {%- endcall -%}
   {%- endfor -%}
@@ -150,21 +156,23 @@
 {% endmacro %}
 
 {% macro partition_spec_state(target, spec) %}
-  {#- Per non-empty partition: its recorded spec when the metadata is current
-      (same folder, files and rows as found now), else none. Also returns the
-      metadata keys of partitions that no longer exist. -#}
+  {#- Per partition that holds files: its recorded spec when the record is
+      current (same folder, files and rows as found now), else none. Also
+      returns the metadata keys of partitions the catalog no longer lists
+      (a record of a listed partition stays, even if its files are gone, so
+      that bucket_metadata reports the loss). -#}
   {%- set meta = spark_bucketing.read_metadata(target) -%}
-  {%- set actual = spark_bucketing.table_stats(target, spec) -%}
+  {%- set catalog = spark_bucketing.catalog_partitions(target) -%}
   {%- set known = {} -%}
-  {%- for s in actual -%}
+  {%- for s in spark_bucketing.table_stats(target, spec.partition_by) -%}
     {%- set rec = meta.partitions.get(s.path) -%}
     {%- set current = rec is not none and spark_bucketing.same_location(rec.location, s.location)
         and rec.files == s.files and rec.rows == s.rows -%}
     {%- do known.update({s.path: rec if current else none}) -%}
   {%- endfor -%}
   {%- set stale = [] -%}
-  {%- for path in meta.partitions if path not in known -%}
-    {%- do stale.append(spark_bucketing.metadata_prefix() ~ 'partition.' ~ path) -%}
+  {%- for path in meta.partitions if path not in catalog -%}
+    {%- do stale.append(meta['keys'][path]) -%}
   {%- endfor -%}
   {{ return({'partitions': known, 'stale_keys': stale, 'latest': meta.spec}) }}
 {% endmacro %}

@@ -32,13 +32,15 @@
 {%- endmacro %}
 
 {% macro default__create_bucketed_table_sql(relation, spec, columns, location) -%}
+  {#- A Hive table names its columns in lower case: the Hive metastore stores
+      them so, and Hive's code matches bucket columns against them exactly
+      (Spark keeps the query's case, and a later ALTER TABLE then fails).
+      Spark resolves either spelling. A datasource table keeps the query's. -#}
   {%- set partition_lower = spec.partition_by | map('lower') | list -%}
   {%- set is_hive = spec.bucket_hash == 'hive' -%}
   create table {{ relation }} (
-  {%- set data_columns = [] -%}
-  {%- for name, data_type in columns.items() if not (is_hive and name | lower in partition_lower) -%}
-    {%- do data_columns.append(name) %}
-    {{ spark_bucketing.quoted([name])[0] }} {{ data_type }}{{ spark_bucketing.column_comment(name) }}{{ ',' if not loop.last }}
+  {%- for name, data_type in columns.items() if not (is_hive and name | lower in partition_lower) %}
+    {{ spark_bucketing.ddl_names([name], is_hive)[0] }} {{ data_type }}{{ spark_bucketing.column_comment(name) }}{{ ',' if not loop.last }}
   {%- endfor %}
   )
   {% if not is_hive -%}
@@ -48,14 +50,14 @@
   {%- if spec.partition_by %}
   partitioned by (
     {%- for name in spec.partition_by -%}
-      {{ spark_bucketing.quoted([name])[0] }}{{ ' ' ~ columns[name] if is_hive }}{{ ', ' if not loop.last }}
+      {{ spark_bucketing.ddl_names([name], is_hive)[0] }}{{ ' ' ~ columns[name] if is_hive }}{{ ', ' if not loop.last }}
     {%- endfor -%}
   )
   {%- endif %}
   {%- if spec.buckets %}
-  clustered by ({{ spark_bucketing.quoted(spec.clustered_by) | join(', ') }})
+  clustered by ({{ spark_bucketing.ddl_names(spec.clustered_by, is_hive) | join(', ') }})
   {%- if spec.sorted_by %}
-  sorted by ({{ spark_bucketing.quoted(spec.sorted_by) | join(', ') }})
+  sorted by ({{ spark_bucketing.ddl_names(spec.sorted_by, is_hive) | join(', ') }})
   {%- endif %}
   into {{ spec.buckets }} buckets
   {%- endif %}
@@ -63,7 +65,11 @@
   stored as {{ spec.file_format }}
   {%- endif %}
   {%- if location %}
-  location '{{ location }}'
+  location {{ spark_bucketing.sql_string(location) }}
   {%- endif %}
   {{ spark_bucketing.table_properties_clause(spec) }}
 {%- endmacro %}
+
+{% macro ddl_names(names, lower_case) %}
+  {{ return(spark_bucketing.quoted(names | map('lower') | list if lower_case else names)) }}
+{% endmacro %}

@@ -3,30 +3,34 @@
 
 {% macro route_lookup_limit() %}{{ return(4096) }}{% endmacro %}
 
-{% macro collision_free_routes(buckets) %}
-  {#- For each bucket b, a small int r_b whose shuffle partition among `buckets`
-      partitions is b (pmod(hash(int), n) is how REPARTITION places an int key).
-      Routing bucket b by r_b gives every bucket a task of its own. Returns none
-      if some bucket found no candidate (then buckets may share tasks, which
-      keeps one file per bucket but spreads the work less evenly). -#}
+{% macro collision_free_routes(tasks) %}
+  {#- For each task t, a small int r_t whose shuffle partition among `tasks`
+      partitions is t (pmod(hash(int), n) is how REPARTITION places an int key).
+      Routing bucket b by r_(b mod tasks) gives every task the same number
+      of buckets, give or take one. Returns none if some task found no
+      candidate (then tasks get buckets by hash: still one file per bucket,
+      but the work spreads less evenly). -#}
   {%- set rows = run_query(
-      'select pmod(hash(cast(id as int)), ' ~ buckets ~ ') as b, min(cast(id as int)) as r from range(0, '
-      ~ (buckets * 64) ~ ') group by 1') -%}
+      'select pmod(hash(cast(id as int)), ' ~ tasks ~ ') as b, min(cast(id as int)) as r from range(0, '
+      ~ (tasks * 64) ~ ') group by 1') -%}
   {%- set routes = {} -%}
   {%- for row in rows -%}{%- do routes.update({row[0] | int: row[1] | int}) -%}{%- endfor -%}
-  {%- if routes | length != buckets -%}{{ return(none) }}{%- endif -%}
+  {%- if routes | length != tasks -%}{{ return(none) }}{%- endif -%}
   {%- set out = [] -%}
-  {%- for b in range(buckets) -%}{%- do out.append(routes[b]) -%}{%- endfor -%}
+  {%- for t in range(tasks) -%}{%- do out.append(routes[t]) -%}{%- endfor -%}
   {{ return(out) }}
 {% endmacro %}
 
 {% macro write_tasks(spec) %}
-  {#- Unpartitioned: one task per bucket. Partitioned: (partition, bucket)
-      pairs spread over at least as many tasks as the session would use. -#}
-  {%- if not spec.partition_by -%}{{ return(spec.buckets) }}{%- endif -%}
+  {#- The write's task count: the session's shuffle partitions (the
+      parallelism the user chose), and for an unpartitioned table no more
+      than its buckets. A task may write several buckets: Spark's writer sorts
+      its rows by bucket and writes one file per bucket, so one file per
+      (partition, bucket) holds for any count, and the count need not grow
+      with the buckets (100,000 buckets would be 100,000 tasks). -#}
   {%- set shuffle_partitions = spark_bucketing.get_conf('spark.sql.shuffle.partitions') -%}
   {%- set p = shuffle_partitions | int if shuffle_partitions is string and shuffle_partitions.isdigit() else 200 -%}
-  {{ return([spec.buckets, p] | max) }}
+  {{ return([spec.buckets, p] | min if not spec.partition_by else p) }}
 {% endmacro %}
 
 {% macro distributed_select_sql(spec, columns, sql) %}
@@ -40,15 +44,16 @@
   {%- for name in columns if name | lower not in partition_lower -%}{%- do ordered.append(name) -%}{%- endfor -%}
   {%- do ordered.extend(spec.partition_by) -%}
   {%- set bucket_id = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.bucket_hash) -%}
+  {%- set tasks = spark_bucketing.write_tasks(spec) -%}
   {%- set routes = none -%}
-  {%- if not spec.partition_by and spec.buckets <= spark_bucketing.route_lookup_limit() -%}
-    {%- set routes = spark_bucketing.collision_free_routes(spec.buckets) -%}
+  {%- if not spec.partition_by and tasks <= spark_bucketing.route_lookup_limit() -%}
+    {%- set routes = spark_bucketing.collision_free_routes(tasks) -%}
   {%- endif -%}
-  {%- set route = 'element_at(array(' ~ (routes | join(', ')) ~ '), ' ~ bucket_id ~ ' + 1)' if routes else bucket_id -%}
+  {%- set route = 'element_at(array(' ~ (routes | join(', ')) ~ '), ' ~ bucket_id ~ ' % ' ~ tasks ~ ' + 1)' if routes else bucket_id -%}
   {%- set keys = spark_bucketing.quoted(spec.partition_by) + ['__sb_route'] -%}
   select {{ spark_bucketing.quoted(ordered) | join(', ') }}
   from (
-    select /*+ REPARTITION({{ spark_bucketing.write_tasks(spec) }}, {{ keys | join(', ') }}) */ *
+    select /*+ REPARTITION({{ tasks }}, {{ keys | join(', ') }}) */ *
     from (
       select *, {{ route }} as __sb_route
       from (

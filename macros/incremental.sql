@@ -41,15 +41,6 @@
   {{ return({'strategy': strategy, 'on_bucket_change': on_change, 'partitions': partitions}) }}
 {% endmacro %}
 
-{% macro partition_match(partition_by, values_list) -%}
-  {#- SQL true when the row's partition columns equal one of `values_list` (strings). -#}
-  ({%- for values in values_list -%}
-    ({%- for col in partition_by -%}
-      cast({{ spark_bucketing.quoted([col])[0] }} as string) <=> {{ spark_bucketing.sql_string(values[col]) }}{{ ' and ' if not loop.last }}
-    {%- endfor -%}){{ ' or ' if not loop.last }}
-  {%- endfor -%})
-{%- endmacro %}
-
 {% macro static_values(spec, partitions) %}
   {#- The static partitions as {partition column: value as string}. -#}
   {%- set out = [] -%}
@@ -61,11 +52,6 @@
   {{ return(out) }}
 {% endmacro %}
 
-{% macro lookup_ci(mapping, key) %}
-  {%- for k, v in mapping.items() if k | lower == key | lower -%}{{ return(v) }}{%- endfor -%}
-  {{ return(none) }}
-{% endmacro %}
-
 {% macro static_filter_sql(sql, spec, partitions) -%}
   {#- The model's rows, failing the write if any falls outside the static partitions. -#}
   select * from ({{ sql }}) as __sb_new
@@ -73,49 +59,87 @@
         else raise_error('spark_bucketing: model {{ model.unique_id }} returned a row outside its static partitions (config partitions)') end
 {%- endmacro %}
 
-{% macro content_sql(strategy, spec, columns, sql, target, full_rebuild) -%}
-  {#- The rows to write. For a full rebuild of an existing table: the rows
-      it keeps plus the new ones; for an incremental append: the new rows
-      plus the existing rows of the partitions they fall in. -#}
+{% macro needs_staging(strategy, spec, full_rebuild) %}
+  {#- True when the rows to write read the model's rows more than once (to
+      know which partitions they touch): they are then staged first, so that
+      the model's query runs exactly once per run. -#}
+  {{ return(spec.partition_by | length > 0 and (strategy == 'append' and not full_rebuild
+                                                or strategy == 'insert_overwrite' and full_rebuild)) }}
+{% endmacro %}
+
+{% macro stage_new_rows(relation, columns, sql, location) %}
+  {#- Runs the model's query once into a plain side table at `location`. -#}
+  {%- call statement('spark_bucketing_stage') -%}
+    create table {{ relation }} (
+    {%- for name, data_type in columns.items() %}
+      {{ spark_bucketing.quoted([name])[0] }} {{ data_type }}{{ ',' if not loop.last }}
+    {%- endfor %}
+    ) using parquet location {{ spark_bucketing.sql_string(location) }}
+  {%- endcall -%}
+  {%- call statement('spark_bucketing_stage_rows') -%}
+    insert overwrite table {{ relation }}
+    select {{ spark_bucketing.quoted(columns.keys() | list) | join(', ') }} from ({{ sql }}) as __sb_model
+  {%- endcall -%}
+{% endmacro %}
+
+{% macro content_sql(strategy, spec, columns, new_rows, target, full_rebuild) -%}
+  {#- The rows to write. `new_rows` is the model's query, or the staged table
+      when needs_staging() says the rows are read twice here. For a full
+      rebuild of an existing table: the rows it keeps plus the new ones; for
+      an incremental append: the new rows plus the existing rows of the
+      partitions they fall in. -#}
   {%- set cols = spark_bucketing.quoted(columns.keys() | list) | join(', ') -%}
   {%- set keys = spark_bucketing.quoted(spec.partition_by) -%}
   {%- if target is none -%}
-    {{ sql }}
+    {{ new_rows }}
   {%- elif strategy == 'append' and (full_rebuild or not spec.partition_by) -%}
     select {{ cols }} from {{ target }}
     union all
-    select {{ cols }} from ({{ sql }}) as __sb_new
+    select {{ cols }} from ({{ new_rows }}) as __sb_new
   {%- elif strategy == 'append' -%}
-    select {{ cols }} from ({{ sql }}) as __sb_new
+    select {{ cols }} from {{ new_rows }}
     union all
     select {{ cols }} from {{ target }} as __sb_old
-    left semi join (select distinct {{ keys | join(', ') }} from ({{ sql }}) as __sb_n) as __sb_touched
+    left semi join (select distinct {{ keys | join(', ') }} from {{ new_rows }}) as __sb_touched
       on {% for k in keys %}__sb_old.{{ k }} <=> __sb_touched.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
   {%- elif full_rebuild and spec.partition_by -%}
     {#- insert_overwrite: keep the partitions the new rows do not touch. -#}
     select {{ cols }} from {{ target }} as __sb_old
-    left anti join (select distinct {{ keys | join(', ') }} from ({{ sql }}) as __sb_n) as __sb_touched
+    left anti join (select distinct {{ keys | join(', ') }} from {{ new_rows }}) as __sb_touched
       on {% for k in keys %}__sb_old.{{ k }} <=> __sb_touched.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
     union all
-    select {{ cols }} from ({{ sql }}) as __sb_new
+    select {{ cols }} from {{ new_rows }}
   {%- else -%}
-    {{ sql }}
+    {{ new_rows }}
   {%- endif -%}
 {%- endmacro %}
 
-{% macro write_partitions(rels, target, spec, columns, sql, static_partitions) %}
-  {#- Writes the new partitions under the table's folder in _bucketing/<run>,
-      verifies them, and switches the table's partitions to them one by one.
-      Replaced folders are deleted only after the switch. -#}
-  {%- set info = spark_bucketing.table_info(target) -%}
-  {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
-  {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location) -%}
-  {%- do spark_bucketing.verify_write(rels.incr, spec, location, rels) -%}
-  {%- set stats = spark_bucketing.table_stats(rels.incr, spec) -%}
+{% macro check_side_partitions(rels, location, stats) %}
+  {#- Before anything is published: every written partition has non-NULL
+      values, and the side entry's catalog lists exactly the folders its
+      files are in (the names the switch will use). -#}
   {%- for s in stats if none in s['values'].values() -%}
     {%- do spark_bucketing.discard(rels.incr, location, rels,
         "the new rows have a NULL partition value (" ~ s.path ~ "); bucketed_incremental needs non-NULL partition columns. Fix: coalesce them in the model") -%}
   {%- endfor -%}
+  {%- set listed = spark_bucketing.catalog_partitions(rels.incr).keys() | sort -%}
+  {%- set found = stats | map(attribute='path') | sort -%}
+  {%- if listed != found -%}
+    {%- do spark_bucketing.discard(rels.incr, location, rels,
+        "the written partition folders " ~ found ~ " differ from the partitions the catalog lists for them " ~ listed
+        ~ "; nothing was published. Please report this with the partition values") -%}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro write_partitions(rels, target, info, spec, columns, sql, static_partitions) %}
+  {#- Writes the new partitions under the table's folder in _bucketing/<run>,
+      verifies them, switches the table's partitions to them, verifies the
+      switch, and only then deletes the replaced folders. -#}
+  {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
+  {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location) -%}
+  {%- do spark_bucketing.verify_write(rels.incr, spec, location, rels) -%}
+  {%- set stats = spark_bucketing.table_stats(rels.incr, spec.partition_by) -%}
+  {%- do spark_bucketing.check_side_partitions(rels, location, stats) -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
 
   {#- Never let the catalog declare a spec these partitions would break. -#}
@@ -125,41 +149,91 @@
   {%- endif -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
 
-  {%- set existing = {} -%}
-  {%- for s in spark_bucketing.table_stats(target, spec) -%}{%- do existing.update({s.path: s}) -%}{%- endfor -%}
-  {%- set props = spark_bucketing.metadata_properties(spec, stats) -%}
-  {%- for s in stats -%}
-    {%- call statement('spark_bucketing_switch_partition') -%}
-      {%- if s.path in existing -%}
-        alter table {{ rels.target }} {{ spark_bucketing.partition_clause(s['values']) }} set location {{ spark_bucketing.sql_string(s.location) }}
-      {%- else -%}
-        alter table {{ rels.target }} add if not exists {{ spark_bucketing.partition_clause(s['values']) }} location {{ spark_bucketing.sql_string(s.location) }}
-      {%- endif -%}
-    {%- endcall -%}
-    {%- do spark_bucketing.set_properties(rels.target, {spark_bucketing.metadata_prefix() ~ 'partition.' ~ s.path: props[spark_bucketing.metadata_prefix() ~ 'partition.' ~ s.path]}) -%}
-    {%- if loop.first -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
-  {%- endfor -%}
-
-  {#- Static partitions the new rows left empty are dropped. -#}
+  {%- set catalog = spark_bucketing.catalog_partitions(target) -%}
   {%- set written = stats | map(attribute='path') | list -%}
   {%- set static = spark_bucketing.static_values(spec, static_partitions) -%}
   {%- set emptied = [] -%}
-  {%- for path, old in existing.items() if path not in written and old['values'] in static -%}
+  {%- for path, values in catalog.items() if path not in written and spark_bucketing.values_in(values, static, spec.partition_by) -%}
     {%- do emptied.append(path) -%}
+  {%- endfor -%}
+  {#- The folders being replaced: read only the partitions this run replaces. -#}
+  {%- set old_values = [] -%}
+  {%- for s in stats if s.path in catalog -%}{%- do old_values.append(s['values']) -%}{%- endfor -%}
+  {%- for path in emptied -%}{%- do old_values.append(catalog[path]) -%}{%- endfor -%}
+  {%- set replaced = {} -%}
+  {%- for s in spark_bucketing.table_stats(target, spec.partition_by, old_values) -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
+
+  {%- for s in stats -%}
+    {%- call statement('spark_bucketing_switch_partition') -%}
+      {%- if s.path in catalog -%}
+        alter table {{ rels.target }} {{ spark_bucketing.partition_clause(s['values']) }} set location {{ spark_bucketing.sql_string(s.location) }}
+      {%- else -%}
+        alter table {{ rels.target }} add {{ spark_bucketing.partition_clause(s['values']) }} location {{ spark_bucketing.sql_string(s.location) }}
+      {%- endif -%}
+    {%- endcall -%}
+    {%- if loop.first -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
+  {%- endfor -%}
+  {%- do spark_bucketing.set_properties(rels.target, spark_bucketing.metadata_properties(spec, stats)) -%}
+  {%- do spark_bucketing.verify_switch(rels, spec, stats, catalog, replaced) -%}
+
+  {#- Static partitions the new rows left empty are dropped. -#}
+  {%- for path in emptied -%}
     {%- call statement('spark_bucketing_drop_partition') -%}
-      alter table {{ rels.target }} drop if exists {{ spark_bucketing.partition_clause(old['values']) }}
+      alter table {{ rels.target }} drop if exists {{ spark_bucketing.partition_clause(catalog[path]) }}
     {%- endcall -%}
   {%- endfor -%}
-  {%- set remaining = {spark_bucketing.metadata_prefix() ~ 'spec': props[spark_bucketing.metadata_prefix() ~ 'spec'],
-                        spark_bucketing.metadata_prefix() ~ 'format_version': '1'} -%}
-  {%- do spark_bucketing.set_properties(rels.target, remaining) -%}
   {%- do adapter.drop_relation(rels.incr) -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
 
   {#- The replaced folders: only those inside the table's own folder. -#}
-  {%- for path, old in existing.items() if (path in written or path in emptied) and spark_bucketing.is_under(old.location, info.location) -%}
+  {%- for path, old in replaced.items() if spark_bucketing.is_under(old.location, info.location) -%}
     {%- do spark_bucketing.delete_location(old.location, rels.scratch) -%}
   {%- endfor -%}
+{% endmacro %}
+
+{% macro verify_switch(rels, spec, stats, catalog, replaced) %}
+  {#- Reads the switched partitions back through the table: each must show
+      the folder, files and rows that were written. Otherwise the partitions
+      that disagree are switched back to their old folders (still there) or
+      dropped if they are new, and the run fails. A partition that held no
+      files before is left on the new folder: it has no old rows to return. -#}
+  {%- set after = {} -%}
+  {%- for s in spark_bucketing.table_stats(rels.target, spec.partition_by, stats | map(attribute='values') | list) -%}
+    {%- do after.update({s.path: s}) -%}
+  {%- endfor -%}
+  {%- set wrong = [] -%}
+  {%- for s in stats -%}
+    {%- set a = after.get(s.path) -%}
+    {%- if a is none or not spark_bucketing.same_location(a.location, s.location) or a.rows != s.rows or a.files != s.files -%}
+      {%- do wrong.append(s.path ~ ': wrote ' ~ s.rows ~ ' rows in ' ~ s.files ~ ' files at ' ~ s.location ~ ', the table shows '
+          ~ ((a.rows ~ ' rows in ' ~ a.files ~ ' files at ' ~ a.location) if a is not none else 'no rows')) -%}
+      {%- if s.path in replaced -%}
+        {%- call statement('spark_bucketing_switch_back') -%}
+          alter table {{ rels.target }} {{ spark_bucketing.partition_clause(s['values']) }} set location {{ spark_bucketing.sql_string(replaced[s.path].location) }}
+        {%- endcall -%}
+      {%- elif s.path not in catalog -%}
+        {%- call statement('spark_bucketing_switch_back') -%}
+          alter table {{ rels.target }} drop if exists {{ spark_bucketing.partition_clause(s['values']) }}
+        {%- endcall -%}
+      {%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if wrong -%}
+    {%- do exceptions.raise_compiler_error("spark_bucketing: model '" ~ model.unique_id ~ "': after switching partitions to their new folders, "
+        ~ (wrong | length) ~ " did not show the rows written; they were switched back to their previous folders:\n  " ~ (wrong | join('\n  '))) -%}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro values_in(values, values_list, partition_by) %}
+  {#- Whether partition `values` is one of `values_list` (column names in any case). -#}
+  {%- set key = [] -%}
+  {%- for col in partition_by -%}{%- do key.append(spark_bucketing.lookup_ci(values, col) | string) -%}{%- endfor -%}
+  {%- for other in values_list -%}
+    {%- set other_key = [] -%}
+    {%- for col in partition_by -%}{%- do other_key.append(spark_bucketing.lookup_ci(other, col) | string) -%}{%- endfor -%}
+    {%- if key == other_key -%}{{ return(true) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
 {% endmacro %}
 
 {% macro check_incremental_target(spec, columns, info, existing, incr) %}

@@ -18,13 +18,6 @@
   {{ '(__sb_has_prev and (' ~ (terms | join(' or ')) ~ '))' if terms else 'false' }}
 {%- endmacro %}
 
-{% macro partition_path_expr(partition_count) -%}
-  {#- The partition folder path (e.g. order_date=2024-06-01) of the row's file. -#}
-  {%- if partition_count == 0 -%}''
-  {%- else -%}regexp_extract(input_file_name(), '([^/]+{{ '(?:/[^/]+)' ~ '{' ~ (partition_count - 1) ~ '}' if partition_count > 1 }})/[^/]+$', 1)
-  {%- endif -%}
-{%- endmacro %}
-
 {% macro expected_specs(info, meta) %}
   {#- [(spec record, [partition paths] or none for "every partition")]: the
       recorded spec of each partition where metadata exists, else the spec
@@ -51,9 +44,12 @@
   {%- set sort_lower = sort_columns | map('lower') | list -%}
   {%- set file_bucket_pattern = '^.*/[^/]*_([0-9]+)([.][^/]*)?$' -%}
   with __sb_scan as (
-    select *, input_file_name() as __sb_file, {{ spark_bucketing.partition_path_expr(partition_count) }} as __sb_path
-      {%- if sort_columns -%}, input_file_block_start() as __sb_block, monotonically_increasing_id() as __sb_pos{%- endif %}
-    from {{ relation }}
+    select *, {{ spark_bucketing.partition_path_expr('__sb_dir', partition_count) }} as __sb_path
+    from (
+      select *, input_file_name() as __sb_file, {{ spark_bucketing.file_dir_expr() }} as __sb_dir
+        {%- if sort_columns -%}, input_file_block_start() as __sb_block, monotonically_increasing_id() as __sb_pos{%- endif %}
+      from {{ relation }}
+    ) as __sb_files
   ),
   __sb_rows as (
     select

@@ -42,16 +42,24 @@
   {{ return(owned[0]) }}
 {% endmacro %}
 
-{% macro delete_location(location, scratch_relation) %}
+{% macro delete_location(location, scratch_relation, may_be_missing=false) %}
   {#- Spark SQL has no statement that deletes a folder, but dropping a managed
       table deletes its location: point a scratch managed table at the folder,
-      then drop it. -#}
+      then drop it. The metastore logs an ERROR when that folder does not
+      exist, so a folder that may be missing is first created, by an external
+      table over it (the metastore creates its folder; dropping it keeps it). -#}
   {%- do adapter.drop_relation(scratch_relation) -%}
+  {%- if may_be_missing -%}
+    {%- call statement('spark_bucketing_scratch_folder') -%}
+      create table {{ scratch_relation }} (unused int) using parquet location {{ spark_bucketing.sql_string(location) }}
+    {%- endcall -%}
+    {%- do adapter.drop_relation(scratch_relation) -%}
+  {%- endif -%}
   {%- call statement('spark_bucketing_scratch') -%}
     create table {{ scratch_relation }} (unused int) using parquet
   {%- endcall -%}
   {%- call statement('spark_bucketing_scratch_location') -%}
-    alter table {{ scratch_relation }} set location '{{ location }}'
+    alter table {{ scratch_relation }} set location {{ spark_bucketing.sql_string(location) }}
   {%- endcall -%}
   {%- do adapter.drop_relation(scratch_relation) -%}
 {% endmacro %}

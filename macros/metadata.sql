@@ -5,9 +5,11 @@
       spark_bucketing.spec                JSON: the spec of the latest write
                                           {"hash","clustered_by","buckets","sorted_by"}
       spark_bucketing.partition.<path>    JSON per partition (<path> as in the
-                                          folder name, e.g. order_date=2024-06-01):
-                                          spec fields + "files", "rows", "location",
-                                          "values" {column: value as string}, "written_at"
+                                          folder name, e.g. order_date=2024-06-01, or
+                                          md5:<md5 of path> when the key would pass
+                                          256 characters): spec fields + "files",
+                                          "rows", "location", "values" {column: value
+                                          as string}, "path", "written_at"
       spark_bucketing.table               the same JSON for an unpartitioned table
     Spark SQL cannot set partition parameters on datasource tables, hence table
     properties (keys may not start with spark.sql.). -#}
@@ -42,11 +44,15 @@
   {#- {'spec': record or none, 'partitions': {path: record}, 'table': record or none} -#}
   {%- set props = props if props is not none else spark_bucketing.table_properties(relation) -%}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
-  {%- set out = {'spec': none, 'partitions': {}, 'table': none, 'version': props.get(prefix ~ 'format_version')} -%}
+  {%- set out = {'spec': none, 'partitions': {}, 'keys': {}, 'table': none, 'version': props.get(prefix ~ 'format_version')} -%}
   {%- for key, value in props.items() if key.startswith(prefix) -%}
     {%- if key == prefix ~ 'spec' -%}{%- do out.update({'spec': fromjson(value)}) -%}
     {%- elif key == prefix ~ 'table' -%}{%- do out.update({'table': fromjson(value)}) -%}
-    {%- elif key.startswith(prefix ~ 'partition.') -%}{%- do out.partitions.update({key[(prefix ~ 'partition.') | length:]: fromjson(value)}) -%}
+    {%- elif key.startswith(prefix ~ 'partition.') -%}
+      {%- set rec = fromjson(value) -%}
+      {%- set path = rec.get('path', key[(prefix ~ 'partition.') | length:]) -%}
+      {%- do out.partitions.update({path: rec}) -%}
+      {%- do out['keys'].update({path: key}) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(out) }}
@@ -78,31 +84,6 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro partition_stats(relation, spec) %}
-  {#- What a write produced, per partition: its folder, files and rows. -#}
-  {%- set pcount = spec.partition_by | length -%}
-  {%- set query -%}
-    select regexp_extract(input_file_name(), '^(.*)/[^/]*$', 1) as dir,
-           count(distinct input_file_name()) as files,
-           count(*) as row_count
-           {%- if pcount %}, {{ spark_bucketing.partition_value_columns(spec.partition_by) }}{% endif %}
-    from {{ relation }}
-    group by all
-  {%- endset -%}
-  {%- set out = [] -%}
-  {%- for row in run_query(query) -%}
-    {%- set values = {} -%}
-    {%- for p in spec.partition_by -%}{%- do values.update({p: row[3 + loop.index0]}) -%}{%- endfor -%}
-    {%- set path = row[0].split('/')[-pcount:] | join('/') if pcount else '' -%}
-    {%- do out.append({'path': path, 'location': row[0], 'files': row[1] | int, 'rows': row[2] | int, 'values': values}) -%}
-  {%- endfor -%}
-  {{ return(out) }}
-{% endmacro %}
-
-{% macro partition_value_columns(partition_by) -%}
-  {%- for p in partition_by -%}cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{{ ', ' if not loop.last }}{%- endfor -%}
-{%- endmacro %}
-
 {% macro metadata_properties(spec, stats) %}
   {#- The properties that record `stats` (from partition_stats) written with `spec`. -#}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
@@ -111,10 +92,18 @@
   {%- for s in stats -%}
     {%- set entry = record.copy() -%}
     {%- do entry.update({'files': s.files, 'rows': s.rows, 'location': s.location, 'values': s['values'],
-                         'written_at': run_started_at.isoformat()}) -%}
-    {%- do props.update({(prefix ~ 'partition.' ~ s.path) if spec.partition_by else (prefix ~ 'table'): tojson(entry)}) -%}
+                         'path': s.path, 'written_at': run_started_at.isoformat()}) -%}
+    {%- do props.update({spark_bucketing.partition_key(s.path) if spec.partition_by else (prefix ~ 'table'): tojson(entry)}) -%}
   {%- endfor -%}
   {{ return(props) }}
+{% endmacro %}
+
+{% macro partition_key(path) %}
+  {#- The property key of a partition's record. The Hive metastore holds keys
+      of up to 256 characters; a longer one is named by the MD5 of the path
+      (the record itself carries the path). -#}
+  {%- set key = spark_bucketing.metadata_prefix() ~ 'partition.' ~ path -%}
+  {{ return(key if key | length <= 256 else spark_bucketing.metadata_prefix() ~ 'partition.md5:' ~ local_md5(path)) }}
 {% endmacro %}
 
 {% macro get_bucket_metadata(relation) %}

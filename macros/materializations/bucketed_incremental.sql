@@ -2,7 +2,8 @@
     bucketed_table; later runs write only the partitions the new rows touch
     (insert_overwrite) or rewrite them with old and new rows (append), always
     one file per bucket per partition. A change of bucket spec is handled by
-    on_bucket_change: fail, rebuild, or evolve. -#}
+    on_bucket_change: fail, rebuild, or evolve. The model's query runs once
+    per run. -#}
 
 {% materialization bucketed_incremental, adapter='spark' %}
   {%- set spec = spark_bucketing.bucket_spec() -%}
@@ -22,18 +23,35 @@
   {%- set rebuild = false -%}
   {%- if not full_refresh -%}
     {%- set rebuild = spark_bucketing.check_incremental_target(spec, columns, info, existing, incr) -%}
+    {#- From here on, the table's own column names and order: the rows are
+        selected by name into them, and new partition folders are named as
+        the table's. -#}
+    {%- set columns = info.columns -%}
+    {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
   {%- endif -%}
 
   {%- if full_refresh -%}
     {%- do spark_bucketing.replace_table(rels, spec, columns, sql, existing, info) -%}
-  {%- elif rebuild or not spec.partition_by -%}
-    {#- Unpartitioned tables and spec rebuilds are rewritten whole, atomically. -#}
-    {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, new_sql, existing, true) -%}
-    {%- do spark_bucketing.replace_table(rels, spec, columns, content, existing, info) -%}
   {%- else -%}
-    {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, new_sql, existing, false) -%}
-    {%- do spark_bucketing.write_partitions(rels, existing, spec, columns, content, incr.partitions) -%}
-    {%- do spark_bucketing.converge(rels, rels.target, spec) -%}
+    {%- set whole = rebuild or not spec.partition_by -%}
+    {%- set staged = spark_bucketing.needs_staging(incr.strategy, spec, whole) -%}
+    {%- set stage_location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id ~ '__new' -%}
+    {%- if staged -%}
+      {%- do spark_bucketing.stage_new_rows(rels.new, columns, new_sql, stage_location) -%}
+    {%- endif -%}
+    {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, rels.new if staged else new_sql, existing, whole) -%}
+    {%- if whole -%}
+      {#- Unpartitioned tables and spec rebuilds are rewritten whole, atomically. -#}
+      {%- do spark_bucketing.replace_table(rels, spec, columns, content, existing, info) -%}
+    {%- else -%}
+      {%- do spark_bucketing.write_partitions(rels, existing, info, spec, columns, content, incr.partitions) -%}
+      {%- do spark_bucketing.converge(rels, rels.target, spec) -%}
+    {%- endif -%}
+    {%- if staged -%}
+      {#- A rebuild has already deleted the old table's folder, and the staged rows with it. -#}
+      {%- do adapter.drop_relation(rels.new) -%}
+      {%- do spark_bucketing.delete_location(stage_location, rels.scratch, may_be_missing=whole) -%}
+    {%- endif -%}
   {%- endif -%}
 
   {%- set should_revoke = should_revoke(existing, full_refresh_mode=full_refresh) -%}

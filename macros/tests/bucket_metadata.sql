@@ -23,30 +23,45 @@
     {{ return(problems) }}
   {%- endif -%}
   {%- set declared = spark_bucketing.declared_spec(info) -%}
-  {%- set spec = {'partition_by': info.partition_by} -%}
-  {%- set actual = spark_bucketing.table_stats(relation, spec) -%}
-  {%- set records = meta.partitions if info.partition_by else ({'': meta.table} if meta.table else {}) -%}
-  {%- set seen = [] -%}
-  {%- for s in actual -%}
-    {%- set rec = records.get(s.path) -%}
-    {%- set name = s.path or (relation | string) -%}
-    {%- do seen.append(s.path) -%}
+  {%- set found = {} -%}
+  {%- for s in spark_bucketing.table_stats(relation, info.partition_by) -%}{%- do found.update({s.path: s}) -%}{%- endfor -%}
+  {%- if info.partition_by -%}
+    {%- set records = meta.partitions -%}
+    {%- set listed = spark_bucketing.catalog_partitions(relation) -%}
+  {%- else -%}
+    {%- set records = {'': meta.table} if meta.table else {} -%}
+    {%- set listed = {'': {}} -%}
+  {%- endif -%}
+  {%- for path, values in listed.items() -%}
+    {%- set rec = records.get(path) -%}
+    {%- set s = found.get(path) -%}
+    {%- set name = path or (relation | string) -%}
     {%- if rec is none -%}
       {%- do problems.append({'object': name, 'problem': 'partition has no recorded bucket spec'}) -%}
+    {%- elif s is none -%}
+      {%- if rec.rows > 0 -%}
+        {%- set location = spark_bucketing.partition_location(relation, values) if path else info.location -%}
+        {%- do problems.append({'object': name, 'problem': 'metadata records ' ~ rec.rows ~ ' rows in ' ~ rec.files ~ ' files at ' ~ rec.location
+            ~ ', but the catalog location ' ~ location ~ ' holds no rows (folder missing or empty)'}) -%}
+      {%- endif -%}
     {%- else -%}
       {%- if not spark_bucketing.same_location(rec.location, s.location) -%}
         {%- do problems.append({'object': name, 'problem': 'recorded location ' ~ rec.location ~ ' but files are in ' ~ s.location}) -%}
       {%- endif -%}
       {%- if rec.files != s.files or rec.rows != s.rows -%}
-        {%- do problems.append({'object': name, 'problem': 'recorded ' ~ rec.files ~ ' files and ' ~ rec.rows ~ ' rows, found ' ~ s.files ~ ' files and ' ~ s.rows ~ ' rows'}) -%}
+        {%- do problems.append({'object': name, 'problem': 'recorded ' ~ rec.files ~ ' files and ' ~ rec.rows ~ ' rows, found ' ~ s.files ~ ' files and ' ~ s.rows ~ ' rows'
+            ~ (' (' ~ (rec.rows - s.rows) ~ ' rows missing)' if s.rows < rec.rows else '')}) -%}
       {%- endif -%}
       {%- if declared is not none and not spark_bucketing.same_spec(declared, rec) -%}
         {%- do problems.append({'object': name, 'problem': 'catalog declares ' ~ spark_bucketing.describe_spec(declared) ~ ' but the partition was written with ' ~ spark_bucketing.describe_spec(rec)}) -%}
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- for path in records if path not in seen and records[path].rows > 0 -%}
-    {%- do problems.append({'object': path or (relation | string), 'problem': 'metadata records ' ~ records[path].rows ~ ' rows but no files hold any'}) -%}
+  {%- for path, s in found.items() if path not in listed -%}
+    {%- do problems.append({'object': s.location, 'problem': s.rows ~ ' rows are in a folder whose name matches no partition the catalog lists'}) -%}
+  {%- endfor -%}
+  {%- for path, rec in records.items() if path not in listed and rec.rows > 0 -%}
+    {%- do problems.append({'object': path, 'problem': 'metadata records ' ~ rec.rows ~ ' rows but the catalog lists no such partition'}) -%}
   {%- endfor -%}
   {#- Bucket ids in file names and row placement, against each partition's recorded spec. -#}
   {%- for row in spark_bucketing.layout_violations(relation, info, meta) -%}

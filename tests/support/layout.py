@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_bucketing import hashing
-from spark_bucketing.files import bucket_of, data_files, local_path
+from spark_bucketing.files import bucket_of, data_files, input_file_path, local_path
 from spark_bucketing.metadata import SparkClient, read_table_metadata
 
 
@@ -106,3 +106,35 @@ def check_files(
                     report.unsorted_rows += 1
                 previous = current
     return report
+
+
+def table_layout_problems(spark: SparkSession, table: str) -> list[str]:
+    """Every file of a table, read through its catalog entry (so partitions
+    anywhere, as bucketed_incremental places them), against the recorded spec
+    of its partition: bucket id in the name, every row's bucket, one file per
+    (folder, bucket). Bucketed reads are off so that no file is skipped."""
+    meta = read_table_metadata(SparkClient(spark), table)
+    records = {p.path: p for p in meta.partitions}
+    types = {f.name.lower(): f.dataType.simpleString() for f in spark.table(table).schema.fields}
+    spark.conf.set("spark.sql.sources.bucketing.enabled", "false")
+    try:
+        rows = spark.table(table).withColumn("__file", F.input_file_name()).collect()
+    finally:
+        spark.conf.unset("spark.sql.sources.bucketing.enabled")
+    problems, files = [], defaultdict(set)
+    for r in rows:
+        values = r.asDict()
+        path = input_file_path(values.pop("__file"))
+        record = next((rec for p, rec in records.items() if str(path.parent).endswith("/" + p) or p == ""), None)
+        if record is None:
+            problems.append(f"no record for {path.parent}")
+            continue
+        spec = record.spec
+        lowered = {k.lower(): v for k, v in values.items()}
+        keys = [c.lower() for c in spec.clustered_by]
+        bucket = hashing.bucket_id([lowered[k] for k in keys], [types[k] for k in keys], spec.buckets, spec.hash)
+        if bucket != bucket_of(path.name):
+            problems.append(f"row in the wrong file {path}")
+        files[(path.parent, bucket_of(path.name))].add(path)
+    problems += [f"{len(v)} files for bucket {b} in {d}" for (d, b), v in files.items() if len(v) > 1]
+    return sorted(set(problems))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 #: Spark's own pattern (BucketingUtils): the bucket id is the last `_<digits>`
 #: before the extensions. It also reads Hive-style names written by Spark
@@ -21,6 +21,13 @@ def bucket_of(file_name: str) -> int | None:
 def local_path(location: str) -> Path:
     """A catalog location (`file:/...` URI or plain path) as a local path."""
     return Path(urlparse(location).path)
+
+
+def input_file_path(uri: str) -> Path:
+    """The file on disk behind Spark's input_file_name(), a URI: a folder's
+    own `%2F` shows there as `%252F` and a space as `%20`, a `+` stays a `+`.
+    The SQL twin is the spark_bucketing.file_dir_expr macro."""
+    return Path(unquote(urlparse(uri).path))
 
 
 def data_files(location: Path) -> list[Path]:

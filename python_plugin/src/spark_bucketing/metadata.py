@@ -119,7 +119,7 @@ def read_table_metadata(client: SqlClient, table: str) -> TableMetadata:
             rec = json.loads(value)
             meta.partitions.append(
                 PartitionRecord(
-                    path=key[len(PREFIX + "partition.") :] if key != PREFIX + "table" else "",
+                    path=rec.get("path", key[len(PREFIX + "partition.") :]) if key != PREFIX + "table" else "",
                     spec=BucketSpec.from_record(rec),
                     files=int(rec.get("files", 0)),
                     rows=int(rec.get("rows", 0)),

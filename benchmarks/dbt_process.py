@@ -1,0 +1,78 @@
+"""A throwaway dbt project whose every `dbt run` is a process of its own, with
+Spark inside it (method: session) and its metastore and warehouse in the
+project's folder: what a user's `dbt run` costs, cold JVM included. Runs of
+one project follow each other (the embedded Derby metastore admits one JVM)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DBT = str(Path(sys.executable).with_name("dbt"))
+
+
+class DbtProcessProject:
+    def __init__(self, root: Path, schema: str = "bench", **spark_conf: str):
+        self.root = root
+        self.schema = schema
+        state = root / "state"
+        (root / "models").mkdir(parents=True, exist_ok=True)
+        (root / "dbt_project.yml").write_text(
+            yaml.safe_dump({"name": "bench", "version": "1.0.0", "config-version": 2, "profile": "bench"})
+        )
+        (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(REPO_ROOT)}]}))
+        metastore = f"jdbc:derby:;databaseName={state / 'metastore_db'};create=true"
+        conf = {
+            "spark.master": "local[2]",
+            "spark.ui.enabled": "false",
+            "spark.sql.warehouse.dir": str(state / "warehouse"),
+            "spark.hadoop.javax.jdo.option.ConnectionURL": metastore,
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={state} "
+            f"-Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'}",
+            "spark.sql.autoBroadcastJoinThreshold": "-1",
+            **spark_conf,
+        }
+        output = {
+            "type": "spark",
+            "method": "session",
+            "host": "localhost",
+            "schema": schema,
+            "server_side_parameters": conf,
+        }
+        (root / "profiles.yml").write_text(yaml.safe_dump({"bench": {"target": "local", "outputs": {"local": output}}}))
+        self.dbt("deps")
+
+    def write_model(self, name: str, sql: str, config: dict) -> None:
+        args = ", ".join(f"{k}={v!r}" for k, v in config.items())
+        (self.root / "models" / f"{name}.sql").write_text("{{ config(" + args + ") }}\n" + sql.strip() + "\n")
+
+    def dbt(self, *args: str) -> float:
+        """Runs one dbt command in a new process; returns its wall time in seconds."""
+        env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [DBT, *args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        elapsed = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise SystemExit(f"dbt {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+        return elapsed
+
+
+def best_of_two_alternating(run_a, run_b) -> tuple[float, float]:
+    """A, B, then B, A: each side once first and once second; the best time of each."""
+    a1 = run_a()
+    b1 = run_b()
+    b2 = run_b()
+    a2 = run_a()
+    return min(a1, a2), min(b1, b2)

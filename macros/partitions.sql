@@ -1,0 +1,105 @@
+{#- Partitions: which folder a row's file is in, what the catalog lists, and
+    the clauses that name one partition. Partition folders are never built
+    by hand: their names come from the files Spark wrote (file_dir_expr) or
+    from the catalog (SHOW PARTITIONS), which spell them the same way (Spark
+    escapes / = : % ' \ # ? [ ] * and control characters as %XX). -#}
+
+{% macro file_dir_expr() -%}
+  {#- The folder of the row's file as a path the catalog accepts. input_file_name()
+      is a URI (a space shows as %20, a folder's own %2F as %252F); decoding it
+      once gives the folder as written. url_decode also reads '+' as a space,
+      so a literal '+' is protected first. -#}
+  regexp_extract(url_decode(replace(input_file_name(), '+', '%2B')), '^(.*)/[^/]*$', 1)
+{%- endmacro %}
+
+{% macro partition_path_expr(dir_expr, partition_count) -%}
+  {#- The partition's folder names (e.g. order_date=2024-06-01), the last
+      `partition_count` parts of its folder; '' for an unpartitioned table. -#}
+  {%- if partition_count == 0 -%}''
+  {%- else -%}regexp_extract({{ dir_expr }}, '([^/]+{{ '(?:/[^/]+)' ~ '{' ~ (partition_count - 1) ~ '}' if partition_count > 1 }})$', 1)
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro unescape_path_name(text) %}
+  {#- Spark's escapePathName backwards: %XX (always an ASCII character) -> the character. -#}
+  {%- set pieces = text.split('%') -%}
+  {%- set out = [pieces[0]] -%}
+  {%- for piece in pieces[1:] -%}
+    {%- do out.append('%c' | format(piece[:2] | int(base=16)) ~ piece[2:]) -%}
+  {%- endfor -%}
+  {{ return(out | join('')) }}
+{% endmacro %}
+
+{% macro catalog_partitions(relation) %}
+  {#- The partitions the catalog lists: {path: {column: value}} (SHOW PARTITIONS). -#}
+  {%- set out = {} -%}
+  {%- for row in run_query('show partitions ' ~ relation) -%}
+    {%- set values = {} -%}
+    {%- for part in row[0].split('/') -%}
+      {%- set name, value = part.split('=', 1) -%}
+      {%- do values.update({spark_bucketing.unescape_path_name(name): none if value == '__HIVE_DEFAULT_PARTITION__' else spark_bucketing.unescape_path_name(value)}) -%}
+    {%- endfor -%}
+    {%- do out.update({row[0]: values}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro partition_location(relation, values) %}
+  {#- One partition's location as the catalog holds it (DESCRIBE .. PARTITION). -#}
+  {%- for row in run_query('describe table extended ' ~ relation ~ ' ' ~ spark_bucketing.partition_clause(values)) if (row[0] or '') | trim == 'Location' -%}
+    {{ return(row[1]) }}
+  {%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{% macro partition_stats(relation, partition_by, only=none) %}
+  {#- Per partition folder that holds files: {path, location, files, rows,
+      values {column: value as string}}. `only`, a list of partition values,
+      restricts the scan to those partitions. Callers turn bucketed reads off
+      (table_stats) so that every file is counted. -#}
+  {%- set pcount = partition_by | length -%}
+  {%- set query -%}
+    select __sb_dir, {{ spark_bucketing.partition_path_expr('__sb_dir', pcount) }} as __sb_path,
+           count(distinct __sb_file) as files, count(*) as row_count
+           {%- for p in partition_by %}, __sb_p{{ loop.index0 }}{% endfor %}
+    from (
+      select input_file_name() as __sb_file, {{ spark_bucketing.file_dir_expr() }} as __sb_dir
+             {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
+      from {{ relation }}
+      {%- if only is not none %}
+      where {{ spark_bucketing.partition_match(partition_by, only) }}
+      {%- endif %}
+    ) as __sb_files
+    group by all
+  {%- endset -%}
+  {%- set out = [] -%}
+  {%- if only is none or only | length > 0 -%}
+    {%- for row in run_query(query) -%}
+      {%- set values = {} -%}
+      {%- for p in partition_by -%}{%- do values.update({p: row[4 + loop.index0]}) -%}{%- endfor -%}
+      {%- do out.append({'path': row[1], 'location': row[0], 'files': row[2] | int, 'rows': row[3] | int, 'values': values}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro partition_clause(values) -%}
+  partition ({% for col, value in values.items() %}{{ spark_bucketing.quoted([col])[0] }} = {{ spark_bucketing.sql_string(value) }}{{ ', ' if not loop.last }}{% endfor %})
+{%- endmacro %}
+
+{% macro partition_match(partition_by, values_list) -%}
+  {#- SQL true when the row's partition columns equal one of `values_list` (strings). -#}
+  {%- if values_list | length == 0 -%}false
+  {%- else -%}
+  ({%- for values in values_list -%}
+    ({%- for col in partition_by -%}
+      cast({{ spark_bucketing.quoted([col])[0] }} as string) <=> {{ spark_bucketing.sql_string(spark_bucketing.lookup_ci(values, col)) }}{{ ' and ' if not loop.last }}
+    {%- endfor -%}){{ ' or ' if not loop.last }}
+  {%- endfor -%})
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro lookup_ci(mapping, key) %}
+  {%- for k, v in mapping.items() if k | lower == key | lower -%}{{ return(v) }}{%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}

@@ -1,0 +1,205 @@
+"""No silent loss: models whose query gives different rows each time it runs
+(rand(), uuid(), current_timestamp()) keep exactly the old rows they should
+and all the rows the run wrote, under every strategy; bucket_metadata names
+the partitions of a damaged table; mixed-case columns work with both hash
+families; large bucket counts write one file per bucket."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+
+import pytest
+
+from spark_bucketing import hashing
+from spark_bucketing.files import data_files, input_file_path
+from tests.support.dbt_project import failure_text
+from tests.support.layout import table_layout_problems
+from tests.support.spark import table_location
+
+NONDETERMINISTIC = """
+select id as k, uuid() as u, '{{ var("run") }}' as run, current_timestamp() as ts,
+       cast(floor(rand() * 4) as int) as p
+from range(0, 40, 1, 3)
+"""
+
+CASES = {
+    "table": {"materialized": "bucketed_table", "partition_by": ["p"]},
+    "insert_overwrite": {"partition_by": ["p"], "incremental_strategy": "insert_overwrite", "bucket_hash": "hive"},
+    "static": {"partition_by": ["p"], "partitions": [0, 1, 2, 3], "bucket_hash": "spark"},
+    "append": {"partition_by": ["p"], "incremental_strategy": "append", "bucket_hash": "spark"},
+    "unpartitioned_overwrite": {"incremental_strategy": "insert_overwrite", "bucket_hash": "spark"},
+    "unpartitioned_append": {"incremental_strategy": "append", "bucket_hash": "hive"},
+    "rebuild_overwrite": {"partition_by": ["p"], "on_bucket_change": "rebuild"},
+    "rebuild_append": {"partition_by": ["p"], "incremental_strategy": "append", "on_bucket_change": "rebuild"},
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_nondeterministic_models_lose_nothing(spark, dbt_project, case):
+    name = f"nd_{case}"
+    table = f"{dbt_project.schema}.{name}"
+    old: dict[str, tuple] = {}
+    for run in range(3):
+        # Where the case names no hash, the spec changes every run (a rebuild for the rebuild cases).
+        config = {
+            "materialized": "bucketed_incremental",
+            "clustered_by": ["k"],
+            "sorted_by": ["u"],
+            "buckets": 4 + run,
+            "bucket_hash": "spark" if run % 2 else "hive",
+            **CASES[case],
+        }
+        if "bucket_hash" in CASES[case]:
+            config["buckets"] = 4
+        dbt_project.write_model(name, NONDETERMINISTIC, config)
+        result = dbt_project.run(name, expect_ok=False, extra=("--vars", json.dumps({"run": str(run)})))
+        assert result.success, f"run {run}: {failure_text(result)}"
+
+        rows = {r.u: (r.k, r.run, r.p) for r in spark.sql(f"select k, u, run, p from {table}").collect()}
+        new = {u: r for u, r in rows.items() if r[1] == str(run)}
+        assert len(new) == 40, f"run {run}: {len(new)} of the 40 rows it wrote"
+        touched = {r[2] for r in new.values()}
+        if run == 0 or case in ("table", "static", "unpartitioned_overwrite"):
+            keep = {}
+        elif "append" in case:
+            keep = old
+        else:  # dynamic insert_overwrite: old rows of the partitions the new rows do not touch
+            keep = {u: r for u, r in old.items() if r[2] not in touched}
+        assert {u: r for u, r in rows.items() if r[1] != str(run)} == keep, f"run {run}"
+        assert len(rows) == len(keep) + 40
+        old = rows
+    assert table_layout_problems(spark, table) == []
+
+
+def _damaged_table(spark, dbt_project, name):
+    dbt_project.write_model(
+        name,
+        "select id as k, date_add(date'2024-01-01', cast(id div 20 as int)) as day from range(0, 80, 1, 2)",
+        {"materialized": "bucketed_incremental", "clustered_by": ["k"], "buckets": 2, "partition_by": ["day"]},
+    )
+    dbt_project.run(name)
+    dbt_project.run(name)  # partitions now live in _bucketing/<run>/
+    dbt_project.write_file(
+        f"models/{name}.yml",
+        f"version: 2\nmodels:\n  - name: {name}\n    data_tests: [spark_bucketing.bucket_metadata]\n",
+    )
+    result = dbt_project.dbt("test", "--select", name)
+    assert result.success, failure_text(result)
+    return f"{dbt_project.schema}.{name}"
+
+
+def _partition_folder(spark, table, day):
+    files = spark.sql(f"select distinct input_file_name() as f from {table} where day = date'{day}'").collect()
+    return input_file_path(files[0].f).parent
+
+
+def _metadata_problems(dbt_project, name) -> str:
+    result = dbt_project.dbt("test", "--select", name)
+    assert not result.success
+    (test_result,) = result.result.results
+    return test_result.node.compiled_code
+
+
+def test_bucket_metadata_names_a_partition_pointed_at_a_missing_folder(spark, dbt_project):
+    table = _damaged_table(spark, dbt_project, "dmg_missing")
+    spark.sql(f"alter table {table} partition (day='2024-01-02') set location '/nonexistent/sb/day=2024-01-02'")
+    problems = _metadata_problems(dbt_project, "dmg_missing")
+    assert "day=2024-01-02" in problems and "holds no rows (folder missing or empty)" in problems
+    assert "day=2024-01-01" not in problems
+
+
+def test_bucket_metadata_names_an_emptied_partition(spark, dbt_project):
+    table = _damaged_table(spark, dbt_project, "dmg_empty")
+    folder = _partition_folder(spark, table, "2024-01-03")
+    for f in data_files(folder):
+        f.unlink()
+    spark.sql(f"refresh table {table}")
+    problems = _metadata_problems(dbt_project, "dmg_empty")
+    assert "day=2024-01-03" in problems and "holds no rows (folder missing or empty)" in problems
+
+
+def test_bucket_metadata_names_a_partition_that_lost_a_file(spark, dbt_project):
+    table = _damaged_table(spark, dbt_project, "dmg_file")
+    folder = _partition_folder(spark, table, "2024-01-04")
+    data_files(folder)[0].unlink()
+    spark.sql(f"refresh table {table}")
+    problems = _metadata_problems(dbt_project, "dmg_file")
+    assert "day=2024-01-04" in problems and "recorded 2 files and 20 rows, found 1 files" in problems
+    assert "rows missing" in problems
+
+
+def test_a_run_after_damage_does_not_hide_it(spark, dbt_project):
+    """An incremental run that does not touch the damaged partition keeps its
+    record, so bucket_metadata still reports the loss."""
+    table = _damaged_table(spark, dbt_project, "dmg_run")
+    folder = _partition_folder(spark, table, "2024-01-02")
+    shutil.rmtree(folder)
+    spark.sql(f"refresh table {table}")
+    dbt_project.write_model(
+        "dmg_run",
+        "select id as k, date'2024-01-05' as day from range(0, 10)",
+        {"materialized": "bucketed_incremental", "clustered_by": ["k"], "buckets": 2, "partition_by": ["day"]},
+    )
+    dbt_project.run("dmg_run")
+    problems = _metadata_problems(dbt_project, "dmg_run")
+    assert "day=2024-01-02" in problems and "holds no rows (folder missing or empty)" in problems
+
+
+@pytest.mark.parametrize("bucket_hash", ["hive", "spark"])
+@pytest.mark.parametrize("strategy", ["insert_overwrite", "append"])
+def test_mixed_case_columns(spark, dbt_project, bucket_hash, strategy):
+    """Configs name the columns in another case than the query; both hash families, two runs."""
+    name = f"mixed_{bucket_hash}_{strategy}"
+    dbt_project.write_model(
+        name,
+        "select id as CustomerId, id * 7 % 13 as SortKey, cast(id % 3 as string) as RegionCode, 'x' as Payload "
+        "from range(0, 60, 1, 4)",
+        {
+            "materialized": "bucketed_incremental",
+            "clustered_by": ["customerID"],
+            "sorted_by": ["SORTKEY"],
+            "partition_by": ["regioncode"],
+            "buckets": 4,
+            "bucket_hash": bucket_hash,
+            "incremental_strategy": strategy,
+        },
+    )
+    table = f"{dbt_project.schema}.{name}"
+    dbt_project.run(name)
+    dbt_project.run(name)
+    assert spark.table(table).count() == (120 if strategy == "append" else 60)
+    assert table_layout_problems(spark, table) == []
+    dbt_project.write_file(
+        f"models/{name}.yml",
+        f"version: 2\nmodels:\n  - name: {name}\n"
+        "    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n",
+    )
+    result = dbt_project.dbt("test", "--select", name)
+    assert result.success, failure_text(result)
+    if bucket_hash == "spark":  # a datasource table keeps the query's spelling
+        assert [c.name for c in spark.table(table).schema] == ["CustomerId", "SortKey", "Payload", "RegionCode"]
+
+
+def test_large_bucket_counts_keep_one_file_per_bucket(spark, dbt_project):
+    name = "many_buckets"
+    dbt_project.write_model(
+        name,
+        "select id as k, cast(id % 2 as string) as p from range(0, 1000, 1, 4)",
+        {
+            "materialized": "bucketed_table",
+            "clustered_by": ["k"],
+            "buckets": 100000,
+            "partition_by": ["p"],
+            "bucket_hash": "spark",
+        },
+    )
+    dbt_project.run(name)
+    table = f"{dbt_project.schema}.{name}"
+    files = data_files(table_location(spark, table))
+    pairs = {(k % 2, hashing.bucket_id([k], ["bigint"], 100000, "spark")) for k in range(1000)}
+    assert len(files) == len(pairs)
+    assert table_layout_problems(spark, table) == []
+    tasks = Counter(f.name.split("-")[1] for f in files)
+    assert len(tasks) <= 4  # the write ran on the module's shuffle partitions, not 100,000 tasks

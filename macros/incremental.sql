@@ -122,8 +122,8 @@
     {%- do spark_bucketing.discard(rels.incr, location, rels,
         "the new rows have a NULL partition value (" ~ s.path ~ "); bucketed_incremental needs non-NULL partition columns. Fix: coalesce them in the model") -%}
   {%- endfor -%}
-  {%- set listed = spark_bucketing.catalog_partitions(rels.incr).keys() | sort -%}
-  {%- set found = stats | map(attribute='path') | sort -%}
+  {%- set listed = spark_bucketing.catalog_partitions(rels.incr).keys() | sort(case_sensitive=true) -%}
+  {%- set found = stats | map(attribute='path') | sort(case_sensitive=true) -%}
   {%- if listed != found -%}
     {%- do spark_bucketing.discard(rels.incr, location, rels,
         "the written partition folders " ~ found ~ " differ from the partitions the catalog lists for them " ~ listed

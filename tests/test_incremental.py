@@ -34,12 +34,7 @@ def _step(spark, project, name, expected, vars_):
 
 
 def _dbt_tests(project, name):
-    project.write_file(
-        f"models/{name}.yml",
-        f"version: 2\nmodels:\n  - name: {name}\n"
-        "    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n",
-    )
-    result = project.dbt("test", "--select", name)
+    result = project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
     return result
 
@@ -304,11 +299,7 @@ def test_bucket_metadata_test_catches_tampering(spark, dbt_project):
     record = json.loads({r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}[key])
     record["buckets"] = 4
     spark.sql(f"alter table {table} set tblproperties ('{key}' = '{json.dumps(record)}')")
-    dbt_project.write_file(
-        f"models/{name}.yml",
-        f"version: 2\nmodels:\n  - name: {name}\n    data_tests: [spark_bucketing.bucket_metadata]\n",
-    )
-    result = dbt_project.dbt("test", "--select", name)
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_metadata")
     assert not result.success
     (test_result,) = result.result.results
     compiled = test_result.node.compiled_code

@@ -7,6 +7,7 @@ families; large bucket counts write one file per bucket."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 
@@ -14,6 +15,7 @@ import pytest
 
 from spark_bucketing import hashing
 from spark_bucketing.files import data_files, input_file_path
+from tests.support.dbt_process import DbtProcessProject
 from tests.support.dbt_project import failure_text
 from tests.support.layout import table_layout_problems
 from tests.support.spark import table_location
@@ -81,11 +83,7 @@ def _damaged_table(spark, dbt_project, name):
     )
     dbt_project.run(name)
     dbt_project.run(name)  # partitions now live in _bucketing/<run>/
-    dbt_project.write_file(
-        f"models/{name}.yml",
-        f"version: 2\nmodels:\n  - name: {name}\n    data_tests: [spark_bucketing.bucket_metadata]\n",
-    )
-    result = dbt_project.dbt("test", "--select", name)
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
     return f"{dbt_project.schema}.{name}"
 
@@ -171,12 +169,7 @@ def test_mixed_case_columns(spark, dbt_project, bucket_hash, strategy):
     dbt_project.run(name)
     assert spark.table(table).count() == (120 if strategy == "append" else 60)
     assert table_layout_problems(spark, table) == []
-    dbt_project.write_file(
-        f"models/{name}.yml",
-        f"version: 2\nmodels:\n  - name: {name}\n"
-        "    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n",
-    )
-    result = dbt_project.dbt("test", "--select", name)
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
     if bucket_hash == "spark":  # a datasource table keeps the query's spelling
         assert [c.name for c in spark.table(table).schema] == ["CustomerId", "SortKey", "Payload", "RegionCode"]
@@ -203,3 +196,21 @@ def test_large_bucket_counts_keep_one_file_per_bucket(spark, dbt_project):
     assert table_layout_problems(spark, table) == []
     tasks = Counter(f.name.split("-")[1] for f in files)
     assert len(tasks) <= 4  # the write ran on the module's shuffle partitions, not 100,000 tasks
+
+
+def test_successful_runs_log_no_errors(tmp_path):
+    """With Spark's own log configuration, as users run it: a first build, a
+    rebuild and incremental runs print no ERROR line (the metastore logs one
+    for every folder it is asked to delete that does not exist)."""
+    project = DbtProcessProject(tmp_path / "p", quiet_logs=False)
+    partitioned = {"clustered_by": ["k"], "buckets": 4, "partition_by": ["p"]}
+    sql = "select id as k, cast(id % 3 as int) as p from range(0, 100, 1, 2)"
+    project.write_model("full", sql, {"materialized": "bucketed_table", **partitioned})
+    project.write_model(
+        "incr", sql, {"materialized": "bucketed_incremental", "incremental_strategy": "append", **partitioned}
+    )
+    for _ in range(2):
+        project.dbt("run")
+        errors = [line for line in project.output.splitlines() if re.search(r"\bERROR \S+:", line)]
+        assert errors == [], "\n".join(errors)
+    assert " WARN " in project.output  # Spark logs with its own configuration

@@ -122,12 +122,12 @@ def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, req
             want.update(c)
         assert table_rows(spark, f"{dbt_project.schema}.{name}") == want, f"run {run}"
 
-    dbt_project.write_file(
-        f"models/{name}.yml",
-        f"version: 2\nmodels:\n  - name: {name}\n"
-        "    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n",
+    result = dbt_project.test_model(
+        name,
+        "spark_bucketing.bucket_layout",
+        "spark_bucketing.bucket_metadata",
+        extra=("--vars", json.dumps({"source": source})),
     )
-    result = dbt_project.dbt("test", "--select", name, "--vars", json.dumps({"source": source}))
     assert result.success, failure_text(result)
 
 

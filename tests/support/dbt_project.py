@@ -52,6 +52,14 @@ class DbtProject:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip())
 
+    def test_model(self, name: str, *tests: str, extra: tuple[str, ...] = ()) -> dbtRunnerResult:
+        """Attaches generic tests (e.g. spark_bucketing.bucket_metadata) to a model and runs `dbt test` on it."""
+        self.write_file(
+            f"models/{name}.yml",
+            f"version: 2\nmodels:\n  - name: {name}\n    data_tests: [{', '.join(tests)}]\n",
+        )
+        return self.dbt("test", "--select", name, *extra)
+
     def remove_model(self, name: str) -> None:
         (self.root / "models" / f"{name}.sql").unlink(missing_ok=True)
 

@@ -13,14 +13,16 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DBT = str(Path(sys.executable).with_name("dbt"))
 
 
 class DbtProcessProject:
-    def __init__(self, root: Path, schema: str = "bench", **spark_conf: str):
+    def __init__(self, root: Path, schema: str = "bench", quiet_logs: bool = True, **spark_conf: str):
+        """`quiet_logs=False` keeps Spark's own log configuration, as a user's run has it."""
         self.root = root
         self.schema = schema
+        self.output = ""
         state = root / "state"
         (root / "models").mkdir(parents=True, exist_ok=True)
         (root / "dbt_project.yml").write_text(
@@ -33,8 +35,8 @@ class DbtProcessProject:
             "spark.ui.enabled": "false",
             "spark.sql.warehouse.dir": str(state / "warehouse"),
             "spark.hadoop.javax.jdo.option.ConnectionURL": metastore,
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={state} "
-            f"-Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'}",
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}"
+            + (f" -Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'}" if quiet_logs else ""),
             "spark.sql.autoBroadcastJoinThreshold": "-1",
             **spark_conf,
         }
@@ -53,7 +55,8 @@ class DbtProcessProject:
         (self.root / "models" / f"{name}.sql").write_text("{{ config(" + args + ") }}\n" + sql.strip() + "\n")
 
     def dbt(self, *args: str) -> float:
-        """Runs one dbt command in a new process; returns its wall time in seconds."""
+        """Runs one dbt command in a new process; returns its wall time in
+        seconds and keeps what it printed in `output`."""
         env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
         start = time.perf_counter()
         proc = subprocess.run(
@@ -64,6 +67,7 @@ class DbtProcessProject:
             text=True,
         )
         elapsed = time.perf_counter() - start
+        self.output = proc.stdout + proc.stderr
         if proc.returncode != 0:
             raise SystemExit(f"dbt {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
         return elapsed

@@ -37,19 +37,27 @@
 {% endmacro %}
 
 {% macro build_bucketed_relation(relation, spec, columns, sql, location) %}
-  {#- Creates `relation` at `location` and fills it with one file per (partition, bucket). -#}
+  {#- Creates `relation` at `location` and fills it with one file per
+      (partition, bucket). The folder is new or emptied, so a plain INSERT
+      INTO writes it: the session's partitionOverwriteMode (which other
+      models, such as dbt-spark's insert_overwrite, set) plays no part, and
+      no session setting is changed. -#}
   {%- if spec.bucket_hash == 'hive' -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
   {%- call statement('spark_bucketing_create') -%}
     {{ spark_bucketing.create_bucketed_table_sql(relation, spec, columns, location) }}
   {%- endcall -%}
-  {%- set select_sql = spark_bucketing.distributed_select_sql(spec, columns, sql) -%}
-  {%- set previous = spark_bucketing.apply_settings(spark_bucketing.write_settings()) -%}
+  {%- if spec.bucket_hash == 'hive' -%}
+    {#- Spark writes a Hive Parquet/ORC table through its own writer, which
+        takes the table's serde properties as write options. -#}
+    {%- call statement('spark_bucketing_write_options') -%}
+      alter table {{ relation }} set serdeproperties ('maxRecordsPerFile' = '0')
+    {%- endcall -%}
+  {%- endif -%}
   {%- call statement('main') -%}
-    insert overwrite table {{ relation }}
-    {%- if spec.partition_by %} partition ({{ spark_bucketing.quoted(spec.partition_by) | join(', ') }}){% endif %}
-    {{ select_sql }}
+    insert into table {{ relation }}
+    {%- if spec.partition_by %} partition ({{ spark_bucketing.quoted(spec.partition_by) | join(", ") }}){% endif %}
+    {{ spark_bucketing.distributed_select_sql(spec, columns, sql) }}
   {%- endcall -%}
-  {%- do spark_bucketing.restore_settings(previous) -%}
 {% endmacro %}
 
 {% macro discard(relation, location, rels, message) %}
@@ -60,22 +68,21 @@
 {% endmacro %}
 
 {% macro verify_write(relation, spec, location, rels) %}
-  {%- if spec.verify_layout -%}
-    {%- set violations = spark_bucketing.layout_violations(relation) -%}
-    {%- if violations | length > 0 -%}
-      {%- do spark_bucketing.discard(relation, location, rels,
-          "the new data broke its bucket layout in " ~ (violations | length)
-          ~ " files, so it was discarded and the table left as it was:\n" ~ spark_bucketing.describe_violations(violations)) -%}
-    {%- endif -%}
+  {#- Checks a new write (unless verify_layout is false) and returns its
+      partition stats, both from one query. A write that breaks its layout
+      is discarded and fails the run. -#}
+  {%- if not spec.verify_layout -%}
+    {{ return(spark_bucketing.partition_stats(relation, spec.partition_by)) }}
   {%- endif -%}
-{% endmacro %}
-
-{% macro table_stats(relation, partition_by, only=none) %}
-  {#- partition_stats with bucketed reads off, so every file is counted. -#}
-  {%- set previous = spark_bucketing.apply_settings({'spark.sql.sources.bucketing.enabled': 'false'}) -%}
-  {%- set stats = spark_bucketing.partition_stats(relation, partition_by, only) -%}
-  {%- do spark_bucketing.restore_settings(previous) -%}
-  {{ return(stats) }}
+  {%- set checked = spark_bucketing.checked_stats(relation, spec) -%}
+  {%- if checked.problems > 0 -%}
+    {%- set more = checked.problems - checked.lines | length -%}
+    {%- do spark_bucketing.discard(relation, location, rels,
+        "the new data broke its bucket layout in " ~ checked.problems
+        ~ " files, so it was discarded and the table left as it was:\n  " ~ (checked.lines | join('\n  '))
+        ~ ('\n  ... and ' ~ more ~ ' more files' if more > 0 else '')) -%}
+  {%- endif -%}
+  {{ return(checked.stats) }}
 {% endmacro %}
 
 {% macro replace_table(rels, spec, columns, sql, old_relation, old_info) %}
@@ -86,8 +93,8 @@
   {#- The free folder may hold an older build whose partitions the new one would not overwrite. -#}
   {%- do spark_bucketing.delete_location(location, rels.scratch, may_be_missing=true) -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.tmp, spec, columns, sql, location) -%}
-  {%- do spark_bucketing.verify_write(rels.tmp, spec, location, rels) -%}
-  {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, spark_bucketing.table_stats(rels.tmp, spec.partition_by))) -%}
+  {%- set stats = spark_bucketing.verify_write(rels.tmp, spec, location, rels) -%}
+  {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats)) -%}
   {%- do spark_bucketing.checkpoint('before_swap') -%}
 
   {%- if old_relation is not none -%}
@@ -108,11 +115,12 @@
   {{ return({'hash': info.bucket_hash, 'clustered_by': info.clustered_by, 'buckets': info.buckets, 'sorted_by': info.sorted_by} if info.buckets else none) }}
 {% endmacro %}
 
-{% macro redeclare(rels, target, record, spec) %}
+{% macro redeclare(rels, target, record, spec, stats=none) %}
   {#- Re-declares the table's bucket spec (`record`, or none for unbucketed)
       by a new catalog entry over the same files: Spark cannot ALTER a bucket
       spec. The new entry gets every non-empty partition at its current
-      folder and the metadata properties, then the entries swap by renames. -#}
+      folder and the metadata properties, then the entries swap by renames.
+      `stats`: the table's partition_stats, when the caller has them. -#}
   {%- set info = spark_bucketing.table_info(target) -%}
   {%- set decl = spec.copy() -%}
   {%- do decl.update({'buckets': none, 'partition_by': info.partition_by}) -%}
@@ -128,7 +136,8 @@
   {%- set catalog = spark_bucketing.catalog_partitions(target) -%}
   {%- set entries = [] -%}
   {%- set found = [] -%}
-  {%- for s in spark_bucketing.table_stats(target, info.partition_by) -%}
+  {%- set stats = stats if stats is not none else spark_bucketing.partition_stats(target, info.partition_by) -%}
+  {%- for s in stats -%}
     {%- do entries.append((s['values'], s.location)) -%}{%- do found.append(s['values']) -%}
   {%- endfor -%}
   {%- for path, values in catalog.items() if not spark_bucketing.values_in(values, found, info.partition_by) -%}
@@ -155,40 +164,43 @@
   {%- do log("spark_bucketing: " ~ rels.target ~ " now declares " ~ spark_bucketing.describe_spec(record), info=true) -%}
 {% endmacro %}
 
-{% macro partition_spec_state(target, spec) %}
-  {#- Per partition that holds files: its recorded spec when the record is
-      current (same folder, files and rows as found now), else none. Also
-      returns the metadata keys of partitions the catalog no longer lists
-      (a record of a listed partition stays, even if its files are gone, so
-      that bucket_metadata reports the loss). -#}
-  {%- set meta = spark_bucketing.read_metadata(target) -%}
-  {%- set catalog = spark_bucketing.catalog_partitions(target) -%}
-  {%- set known = {} -%}
-  {%- for s in spark_bucketing.table_stats(target, spec.partition_by) -%}
-    {%- set rec = meta.partitions.get(s.path) -%}
-    {%- set current = rec is not none and spark_bucketing.same_location(rec.location, s.location)
-        and rec.files == s.files and rec.rows == s.rows -%}
-    {%- do known.update({s.path: rec if current else none}) -%}
-  {%- endfor -%}
-  {%- set stale = [] -%}
-  {%- for path in meta.partitions if path not in catalog -%}
-    {%- do stale.append(meta['keys'][path]) -%}
-  {%- endfor -%}
-  {{ return({'partitions': known, 'stale_keys': stale, 'latest': meta.spec}) }}
-{% endmacro %}
-
-{% macro converge(rels, target, spec) %}
-  {#- Declares the bucket spec that every partition follows, or none while
-      they differ (or any partition's spec is unknown). -#}
-  {%- set state = spark_bucketing.partition_spec_state(target, spec) -%}
-  {%- do spark_bucketing.unset_properties(target, state.stale_keys) -%}
-  {%- set records = state.partitions.values() | list -%}
-  {%- set common = namespace(spec=state.latest if records | length == 0 else records[0]) -%}
+{% macro converge(rels, spec, published) %}
+  {#- After partitions are published (see write_partitions): drops the
+      records of partitions the catalog no longer lists, and declares the
+      bucket spec every listed partition's record agrees on, or none while
+      they differ (or one has no record). Decided from the metadata and the
+      catalog's list; only a change to a bucketed declaration reads the
+      other partitions (verified_spec). -#}
+  {%- do spark_bucketing.unset_properties(rels.target, published.unlisted_keys) -%}
+  {%- set records = published.records.values() | list -%}
+  {%- set common = namespace(spec=spark_bucketing.spec_record(spec) if records | length == 0 else records[0]) -%}
   {%- for rec in records if common.spec is not none -%}
     {%- if rec is none or not spark_bucketing.same_spec(rec, common.spec) -%}{%- set common.spec = none -%}{%- endif -%}
   {%- endfor -%}
-  {%- set declared = spark_bucketing.declared_spec(spark_bucketing.table_info(target)) -%}
-  {%- if not spark_bucketing.same_spec(declared, common.spec) -%}
-    {%- do spark_bucketing.redeclare(rels, target, common.spec, spec) -%}
+  {%- if not spark_bucketing.same_spec(published.declared, common.spec) -%}
+    {%- set stats = none if common.spec is none else spark_bucketing.partition_stats(rels.target, spec.partition_by) -%}
+    {%- set target_spec = common.spec if common.spec is none
+        else spark_bucketing.verified_spec(rels.target, stats, common.spec, published) -%}
+    {%- if not spark_bucketing.same_spec(published.declared, target_spec) -%}
+      {%- do spark_bucketing.redeclare(rels, rels.target, target_spec, spec, stats) -%}
+    {%- endif -%}
   {%- endif -%}
+{% endmacro %}
+
+{% macro verified_spec(target, stats, record, published) %}
+  {#- `record` when every partition this run did not write still holds the
+      folder, files and rows its record says (so its files follow the spec
+      the record names), else none. Someone may have written files into a
+      partition behind the package's back: its record is then stale, and
+      declaring the spec could promise a layout those files break. The run's
+      own partitions were verified by verify_switch. -#}
+  {%- for s in stats if s.path not in published.written -%}
+    {%- set rec = published.records.get(s.path) -%}
+    {%- if rec is none or not spark_bucketing.same_location(rec.location, s.location) or rec.files != s.files or rec.rows != s.rows -%}
+      {%- do log("spark_bucketing: partition " ~ s.path ~ " of " ~ target ~ " holds " ~ s.rows ~ " rows in " ~ s.files
+          ~ " files, not what its record says; the table stays declared unbucketed until the partition is rewritten", info=true) -%}
+      {{ return(none) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(record) }}
 {% endmacro %}

@@ -44,7 +44,8 @@
   {%- endfor %}
   )
   {% if not is_hive -%}
-  using {{ spec.file_format }}
+  {#- The option is per table, so that no write of it rolls files over, whatever the session says. #}
+  using {{ spec.file_format }} options (maxRecordsPerFile '0')
   {% endif -%}
   {{ comment_clause() }}
   {%- if spec.partition_by %}

@@ -82,12 +82,28 @@
   {%- endcall -%}
 {% endmacro %}
 
-{% macro content_sql(strategy, spec, columns, new_rows, target, full_rebuild) -%}
+{% macro staged_partitions(relation, partition_by) %}
+  {#- The partition values the staged new rows fall in: [{column: value as string or none}]. -#}
+  {%- set query -%}
+    select distinct {% for p in partition_by %}cast({{ spark_bucketing.quoted([p])[0] }} as string){{ ', ' if not loop.last }}{% endfor %}
+    from {{ relation }}
+  {%- endset -%}
+  {%- set out = [] -%}
+  {%- for row in run_query(query) -%}
+    {%- set values = {} -%}
+    {%- for p in partition_by -%}{%- do values.update({p: row[loop.index0]}) -%}{%- endfor -%}
+    {%- do out.append(values) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro content_sql(strategy, spec, columns, new_rows, target, full_rebuild, touched=none) -%}
   {#- The rows to write. `new_rows` is the model's query, or the staged table
       when needs_staging() says the rows are read twice here. For a full
       rebuild of an existing table: the rows it keeps plus the new ones; for
       an incremental append: the new rows plus the existing rows of the
-      partitions they fall in. -#}
+      partitions they fall in (`touched`, from staged_partitions: a literal
+      filter, so Spark reads only those partitions of the table). -#}
   {%- set cols = spark_bucketing.quoted(columns.keys() | list) | join(', ') -%}
   {%- set keys = spark_bucketing.quoted(spec.partition_by) -%}
   {%- if target is none -%}
@@ -99,9 +115,8 @@
   {%- elif strategy == 'append' -%}
     select {{ cols }} from {{ new_rows }}
     union all
-    select {{ cols }} from {{ target }} as __sb_old
-    left semi join (select distinct {{ keys | join(', ') }} from {{ new_rows }}) as __sb_touched
-      on {% for k in keys %}__sb_old.{{ k }} <=> __sb_touched.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
+    select {{ cols }} from {{ target }}
+    where {{ spark_bucketing.partition_match(spec.partition_by, touched) }}
   {%- elif full_rebuild and spec.partition_by -%}
     {#- insert_overwrite: keep the partitions the new rows do not touch. -#}
     select {{ cols }} from {{ target }} as __sb_old
@@ -131,25 +146,27 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro write_partitions(rels, target, info, spec, columns, sql, static_partitions) %}
+{% macro write_partitions(rels, info, meta, spec, columns, sql, static_partitions) %}
   {#- Writes the new partitions under the table's folder in _bucketing/<run>,
       verifies them, switches the table's partitions to them, verifies the
-      switch, and only then deletes the replaced folders. -#}
+      switch, and only then deletes the replaced folders. Reads only the
+      partitions it writes. Returns what converge needs: the records of the
+      listed partitions, the metadata keys of unlisted ones, the declared spec. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location) -%}
-  {%- do spark_bucketing.verify_write(rels.incr, spec, location, rels) -%}
-  {%- set stats = spark_bucketing.table_stats(rels.incr, spec.partition_by) -%}
+  {%- set stats = spark_bucketing.verify_write(rels.incr, spec, location, rels) -%}
   {%- do spark_bucketing.check_side_partitions(rels, location, stats) -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
 
   {#- Never let the catalog declare a spec these partitions would break. -#}
   {%- set declared = spark_bucketing.declared_spec(info) -%}
   {%- if declared is not none and not spark_bucketing.same_spec(declared, spark_bucketing.spec_record(spec)) -%}
-    {%- do spark_bucketing.redeclare(rels, target, none, spec) -%}
+    {%- do spark_bucketing.redeclare(rels, rels.target, none, spec) -%}
+    {%- set declared = none -%}
   {%- endif -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
 
-  {%- set catalog = spark_bucketing.catalog_partitions(target) -%}
+  {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
   {%- set written = stats | map(attribute='path') | list -%}
   {%- set static = spark_bucketing.static_values(spec, static_partitions) -%}
   {%- set emptied = [] -%}
@@ -161,7 +178,7 @@
   {%- for s in stats if s.path in catalog -%}{%- do old_values.append(s['values']) -%}{%- endfor -%}
   {%- for path in emptied -%}{%- do old_values.append(catalog[path]) -%}{%- endfor -%}
   {%- set replaced = {} -%}
-  {%- for s in spark_bucketing.table_stats(target, spec.partition_by, old_values) -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
+  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, old_values) -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
 
   {%- for s in stats -%}
     {%- call statement('spark_bucketing_switch_partition') -%}
@@ -173,7 +190,8 @@
     {%- endcall -%}
     {%- if loop.first -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
   {%- endfor -%}
-  {%- do spark_bucketing.set_properties(rels.target, spark_bucketing.metadata_properties(spec, stats)) -%}
+  {%- set written_props = spark_bucketing.metadata_properties(spec, stats) -%}
+  {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
   {%- do spark_bucketing.verify_switch(rels, spec, stats, catalog, replaced) -%}
 
   {#- Static partitions the new rows left empty are dropped. -#}
@@ -189,6 +207,17 @@
   {%- for path, old in replaced.items() if spark_bucketing.is_under(old.location, info.location) -%}
     {%- do spark_bucketing.delete_location(old.location, rels.scratch) -%}
   {%- endfor -%}
+
+  {%- set records = {} -%}
+  {%- set unlisted_keys = [] -%}
+  {%- for path, rec in meta.partitions.items() -%}
+    {%- if path in catalog and path not in emptied -%}{%- do records.update({path: rec}) -%}
+    {%- else -%}{%- do unlisted_keys.append(meta['keys'][path]) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- for path in catalog if path not in records and path not in emptied -%}{%- do records.update({path: none}) -%}{%- endfor -%}
+  {%- for s in stats -%}{%- do records.update({s.path: fromjson(written_props[spark_bucketing.partition_key(s.path)])}) -%}{%- endfor -%}
+  {%- set unlisted_keys = unlisted_keys | reject('in', written_props.keys() | list) | list -%}
+  {{ return({'records': records, 'unlisted_keys': unlisted_keys, 'declared': declared, 'written': written}) }}
 {% endmacro %}
 
 {% macro verify_switch(rels, spec, stats, catalog, replaced) %}
@@ -198,7 +227,7 @@
       dropped if they are new, and the run fails. A partition that held no
       files before is left on the new folder: it has no old rows to return. -#}
   {%- set after = {} -%}
-  {%- for s in spark_bucketing.table_stats(rels.target, spec.partition_by, stats | map(attribute='values') | list) -%}
+  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, stats | map(attribute='values') | list) -%}
     {%- do after.update({s.path: s}) -%}
   {%- endfor -%}
   {%- set wrong = [] -%}
@@ -236,7 +265,7 @@
   {{ return(false) }}
 {% endmacro %}
 
-{% macro check_incremental_target(spec, columns, info, existing, incr) %}
+{% macro check_incremental_target(spec, columns, info, meta, incr) %}
   {#- Checks an existing table against this run; returns true when the run
       must rebuild the table whole (on_bucket_change='rebuild', or a table
       this package did not build). Fails before any write otherwise. -#}
@@ -255,10 +284,9 @@
     {%- do spark_bucketing.config_error('file_format', "is '" ~ spec.file_format ~ "' but the table's files are " ~ info.file_format, fix) -%}
   {%- endif -%}
 
-  {%- set meta = spark_bucketing.read_metadata(existing) -%}
   {%- set old = meta.spec or spark_bucketing.declared_spec(info) -%}
   {%- if old is none or info.type != 'external' -%}
-    {%- do log("spark_bucketing: " ~ existing ~ " was not built by this package; rebuilding it whole", info=true) -%}
+    {%- do log("spark_bucketing: " ~ this ~ " was not built by this package; rebuilding it whole", info=true) -%}
     {{ return(true) }}
   {%- endif -%}
   {%- set new = spark_bucketing.spec_record(spec) -%}

@@ -1,9 +1,8 @@
-{#- The layout check. Reads a table through the catalog with bucketed reads
-    turned off (a bucketed scan silently skips files whose bucket id is too
-    high, and rejects names without one), recomputes every row's bucket with
-    the spec its partition should follow, and returns one row per file that
-    breaks it. Used by the materializations before they publish a write, and
-    by the bucket_layout test. -#}
+{#- The layout check. Recomputes every row's bucket with the spec its
+    partition should follow and reports each file that breaks it. Used by the
+    materializations before they publish a write (with the partition stats
+    from the same query), and by the bucket_layout and bucket_metadata tests.
+    It changes no session setting. -#}
 
 {% macro out_of_order_expr(indexes) -%}
   {#- True when the previous row of the file sorts after this one on the sort
@@ -36,98 +35,131 @@
   {{ return(groups) }}
 {% endmacro %}
 
-{% macro layout_violations_sql(relation, partition_count, groups) -%}
-  {%- set sort_columns = [] -%}
-  {%- for spec, _ in groups -%}
-    {%- for c in spec.sorted_by if c | lower not in sort_columns | map('lower') | list -%}{%- do sort_columns.append(c) -%}{%- endfor -%}
-  {%- endfor -%}
-  {%- set sort_lower = sort_columns | map('lower') | list -%}
+{% macro layout_sql(relation, partition_by, groups, output='files') -%}
+  {#- The check in one pass over the bucket (and sort) columns, aggregated per
+      (file, computed bucket) before any file name is parsed. Every file is
+      listed by a second scan that reads no data column (files_sql), so a
+      file a bucketed scan would skip is still checked by its name and
+      counted. output='files': one row per offending file; 'partitions': one
+      row per partition folder with its stats and problems. -#}
+  {%- set sort_groups = [] -%}
+  {%- for spec, _ in groups if spec.sorted_by -%}{%- do sort_groups.append(loop.index0) -%}{%- endfor -%}
   {%- set file_bucket_pattern = '^.*/[^/]*_([0-9]+)([.][^/]*)?$' -%}
-  with __sb_scan as (
-    select *, {{ spark_bucketing.partition_path_expr('__sb_dir', partition_count) }} as __sb_path
-    from (
-      select *, input_file_name() as __sb_file, {{ spark_bucketing.file_dir_expr() }} as __sb_dir
-        {%- if sort_columns -%}, input_file_block_start() as __sb_block, monotonically_increasing_id() as __sb_pos{%- endif %}
-      from {{ relation }}
-    ) as __sb_files
+  with __sb_all_files as (
+    {{ spark_bucketing.files_sql(relation, partition_by) }}
   ),
-  __sb_rows as (
-    select
-      __sb_file as file_path,
-      __sb_path as partition_path,
-      case
-        {%- for spec, paths in groups %}
-        when {{ spark_bucketing.paths_predicate(paths) }} then {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) }}
-        {%- endfor %}
-      end as row_bucket,
-      case
-        {%- for spec, paths in groups %}
-        when {{ spark_bucketing.paths_predicate(paths) }} then {{ spec.buckets }}
-        {%- endfor %}
-      end as buckets,
+  __sb_file_buckets as (
+    select input_file_name() as __sb_file
+      {%- for spec, _ in groups %},
+      {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) }} as __sb_b{{ loop.index0 }}
+      {%- endfor %},
+      count(*) as __sb_n
+    from {{ relation }}
+    group by all
+  ),
+  {%- for g in sort_groups %}
+  {%- set spec = groups[g][0] %}
+  {%- set cols = spark_bucketing.quoted(spec.sorted_by) %}
+  __sb_sort_rows_{{ g }} as (
+    select input_file_name() as __sb_file, input_file_block_start() as __sb_block,
+           monotonically_increasing_id() as __sb_pos
+           {%- for c in cols %}, {{ c }} as __sb_sort_{{ loop.index0 }}{% endfor %}
+    from {{ relation }}
+  ),
+  __sb_unsorted_{{ g }} as (
+    select __sb_file, count_if({{ spark_bucketing.out_of_order_expr(range(cols | length) | list) }}) as __sb_unsorted
+    from (
+      select *, lag(1) over __sb_w is not null as __sb_has_prev
+        {%- for c in cols %}, lag(__sb_sort_{{ loop.index0 }}) over __sb_w as __sb_prev_{{ loop.index0 }}{% endfor %}
+      from __sb_sort_rows_{{ g }}
+      window __sb_w as (partition by __sb_file order by __sb_block, __sb_pos)
+    ) as __sb_lagged
+    group by __sb_file
+  ),
+  {%- endfor %}
+  __sb_named as (
+    select *, {{ spark_bucketing.partition_path_expr('directory', partition_by | length) }} as __sb_path
+    from (
+      select __sb_all_files.*, __sb_file as file_path, {{ spark_bucketing.file_dir_expr('__sb_file') }} as directory,
+             try_cast(nullif(regexp_extract(__sb_file, '{{ file_bucket_pattern }}', 1), '') as int) as file_bucket
+      from __sb_all_files
+    ) as __sb_parsed
+  ),
+  __sb_specs as (
+    select *,
       case
         {%- for spec, paths in groups %}
         when {{ spark_bucketing.paths_predicate(paths) }} then {{ loop.index0 }}
         {%- endfor %}
       end as spec_group
-      {%- for c in sort_columns %},
-      {{ spark_bucketing.quoted([c])[0] }} as __sb_sort_{{ loop.index0 }}
-      {%- endfor %}
-      {%- if sort_columns %},
-      lag(1) over __sb_w is not null as __sb_has_prev
-      {%- for c in sort_columns %},
-      lag({{ spark_bucketing.quoted([c])[0] }}) over __sb_w as __sb_prev_{{ loop.index0 }}
-      {%- endfor %}
-      {%- endif %}
-    from __sb_scan
-    {%- if sort_columns %}
-    window __sb_w as (partition by __sb_file order by __sb_block, __sb_pos)
-    {%- endif %}
+    from __sb_named
   ),
   __sb_files as (
-    select
-      file_path,
-      max(partition_path) as partition_path,
-      regexp_extract(file_path, '^(.*)/[^/]*$', 1) as directory,
-      try_cast(nullif(regexp_extract(file_path, '{{ file_bucket_pattern }}', 1), '') as int) as file_bucket,
-      max(buckets) as buckets,
-      count(*) as row_count,
-      count_if(row_bucket != try_cast(nullif(regexp_extract(file_path, '{{ file_bucket_pattern }}', 1), '') as int)) as misplaced_rows,
-      count_if(case
-        {%- for spec, _ in groups %}
-        {%- set idx = [] -%}
-        {%- for c in spec.sorted_by -%}{%- do idx.append(sort_lower.index(c | lower)) -%}{%- endfor %}
-        when spec_group = {{ loop.index0 }} then {{ spark_bucketing.out_of_order_expr(idx) }}
-        {%- endfor %}
-        else false
-      end) as unsorted_rows
-    from __sb_rows
-    group by file_path
+    select f.file_path, f.directory, f.__sb_path as partition_path, f.file_bucket, f.__sb_rows as row_count,
+           f.spec_group
+           {%- for p in partition_by %}, f.__sb_p{{ loop.index0 }}{% endfor %},
+           case
+             {%- for spec, _ in groups %}
+             when f.spec_group = {{ loop.index0 }} then {{ spec.buckets }}
+             {%- endfor %}
+           end as buckets,
+           coalesce(b.checked_rows, 0) as checked_rows,
+           coalesce(b.misplaced_rows, 0) as misplaced_rows,
+           {%- if sort_groups %}
+           coalesce(case
+             {%- for g in sort_groups %}
+             when f.spec_group = {{ g }} then u{{ g }}.__sb_unsorted
+             {%- endfor %}
+           end, 0)
+           {%- else %}
+           0
+           {%- endif %} as unsorted_rows
+    from __sb_specs as f
+    left join (
+      select b.__sb_file, sum(b.__sb_n) as checked_rows,
+             sum(case
+               {%- for spec, _ in groups %}
+               when s.spec_group = {{ loop.index0 }} and b.__sb_b{{ loop.index0 }} <=> s.file_bucket then 0
+               {%- endfor %}
+               else b.__sb_n
+             end) as misplaced_rows
+      from __sb_file_buckets as b
+      join __sb_specs as s on s.__sb_file = b.__sb_file
+      group by b.__sb_file
+    ) as b on b.__sb_file = f.__sb_file
+    {%- for g in sort_groups %}
+    left join __sb_unsorted_{{ g }} as u{{ g }} on u{{ g }}.__sb_file = f.__sb_file
+    {%- endfor %}
   ),
   __sb_checked as (
-    select *, count(*) over (partition by directory, file_bucket) as files_for_bucket
-    from __sb_files
+    select *,
+      case
+        when buckets is null then 'no bucket spec is recorded or declared for partition ' || partition_path
+        when file_bucket is null then 'file name carries no bucket id'
+        when file_bucket >= buckets then 'bucket id ' || file_bucket || ' >= bucket count ' || buckets
+        when files_for_bucket > 1 then files_for_bucket || ' files for bucket ' || file_bucket || ' in ' || directory
+        when checked_rows != row_count then (row_count - checked_rows) || ' of ' || row_count || ' rows were not read by the check'
+        when misplaced_rows > 0 then misplaced_rows || ' of ' || row_count || ' rows belong to other buckets'
+        when unsorted_rows > 0 then unsorted_rows || ' rows out of sorted_by order'
+      end as problem
+    from (
+      select *, count(*) over (partition by directory, file_bucket) as files_for_bucket
+      from __sb_files
+    ) as __sb_counted
   )
-  select
-    file_path,
-    partition_path,
-    file_bucket,
-    row_count,
-    misplaced_rows,
-    unsorted_rows,
-    files_for_bucket,
-    case
-      when buckets is null then 'no bucket spec is recorded or declared for partition ' || partition_path
-      when file_bucket is null then 'file name carries no bucket id'
-      when file_bucket >= buckets then 'bucket id ' || file_bucket || ' >= bucket count ' || buckets
-      when files_for_bucket > 1 then files_for_bucket || ' files for bucket ' || file_bucket || ' in ' || directory
-      when misplaced_rows > 0 then misplaced_rows || ' of ' || row_count || ' rows belong to other buckets'
-      when unsorted_rows > 0 then unsorted_rows || ' rows out of sorted_by order'
-    end as problem
+  {%- if output == 'partitions' %}
+  select directory, partition_path, count(*) as files, sum(row_count) as row_count,
+         count(problem) as problems,
+         concat_ws('\n', slice(collect_list(file_path || ': ' || problem), 1, 20)) as problem_lines
+         {%- for p in partition_by %}, max(__sb_p{{ loop.index0 }}) as __sb_p{{ loop.index0 }}{% endfor %}
   from __sb_checked
-  where buckets is null or file_bucket is null or file_bucket >= buckets or files_for_bucket > 1
-     or misplaced_rows > 0 or unsorted_rows > 0
+  group by directory, partition_path
+  {%- else %}
+  select file_path, partition_path, file_bucket, row_count, misplaced_rows, unsorted_rows, files_for_bucket, problem
+  from __sb_checked
+  where problem is not null
   order by file_path
+  {%- endif %}
 {%- endmacro %}
 
 {% macro paths_predicate(paths) -%}
@@ -136,21 +168,40 @@
   {%- endif -%}
 {%- endmacro %}
 
-{% macro layout_violations(relation, info=none, meta=none) %}
-  {#- The offending files of `relation` (an agate table, empty when sound). -#}
-  {%- set info = info or spark_bucketing.table_info(relation) -%}
-  {%- set meta = meta or spark_bucketing.read_metadata(relation) -%}
-  {%- set groups = spark_bucketing.expected_specs(info, meta) -%}
+{% macro check_groups(relation, groups) %}
+  {#- Fails when there is no spec to check `relation` against; registers the
+      Hive hash function if a group needs it. -#}
   {%- if not groups -%}
     {%- do exceptions.raise_compiler_error("spark_bucketing: " ~ relation ~ " has no bucket spec: the catalog declares none and no spark_bucketing metadata is recorded") -%}
   {%- endif -%}
   {%- for spec, _ in groups if spec.hash == 'hive' -%}
     {%- if loop.first -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
   {%- endfor -%}
-  {%- set previous = spark_bucketing.apply_settings({'spark.sql.sources.bucketing.enabled': 'false'}) -%}
-  {%- set violations = run_query(spark_bucketing.layout_violations_sql(relation, info.partition_by | length, groups)) -%}
-  {%- do spark_bucketing.restore_settings(previous) -%}
-  {{ return(violations) }}
+  {{ return(groups) }}
+{% endmacro %}
+
+{% macro layout_violations(relation, info=none, meta=none) %}
+  {#- The offending files of `relation` (an agate table, empty when sound). -#}
+  {%- set info = info or spark_bucketing.table_info(relation) -%}
+  {%- set meta = meta or spark_bucketing.read_metadata(relation) -%}
+  {%- set groups = spark_bucketing.check_groups(relation, spark_bucketing.expected_specs(info, meta)) -%}
+  {{ return(run_query(spark_bucketing.layout_sql(relation, info.partition_by, groups))) }}
+{% endmacro %}
+
+{% macro checked_stats(relation, spec) %}
+  {#- A new write's check and its partition stats from one query:
+      {'stats': [partition_stats entries], 'problems': count, 'lines': [file: problem]}. -#}
+  {%- set groups = spark_bucketing.check_groups(relation, [(spark_bucketing.spec_record(spec), none)]) -%}
+  {%- set out = {'stats': [], 'problems': 0, 'lines': []} -%}
+  {%- for row in run_query(spark_bucketing.layout_sql(relation, spec.partition_by, groups, 'partitions')) -%}
+    {%- set values = {} -%}
+    {%- for p in spec.partition_by -%}{%- do values.update({p: row['__sb_p' ~ loop.index0]}) -%}{%- endfor -%}
+    {%- do out.stats.append({'path': row['partition_path'], 'location': row['directory'], 'files': row['files'] | int,
+                             'rows': row['row_count'] | int, 'values': values}) -%}
+    {%- do out.update({'problems': out.problems + row['problems'] | int}) -%}
+    {%- if row['problem_lines'] -%}{%- do out.lines.extend(row['problem_lines'].split('\n')) -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return(out) }}
 {% endmacro %}
 
 {% macro describe_violations(violations, limit=20) %}

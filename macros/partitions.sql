@@ -4,12 +4,13 @@
     from the catalog (SHOW PARTITIONS), which spell them the same way (Spark
     escapes / = : % ' \ # ? [ ] * and control characters as %XX). -#}
 
-{% macro file_dir_expr() -%}
-  {#- The folder of the row's file as a path the catalog accepts. input_file_name()
-      is a URI (a space shows as %20, a folder's own %2F as %252F); decoding it
-      once gives the folder as written. url_decode also reads '+' as a space,
-      so a literal '+' is protected first. -#}
-  regexp_extract(url_decode(replace(input_file_name(), '+', '%2B')), '^(.*)/[^/]*$', 1)
+{% macro file_dir_expr(file_expr='input_file_name()') -%}
+  {#- The folder of a file (`file_expr`, an input_file_name() value) as a
+      path the catalog accepts. input_file_name() is a URI (a space shows as
+      %20, a folder's own %2F as %252F); decoding it once gives the folder as
+      written. url_decode also reads '+' as a space, so a literal '+' is
+      protected first. -#}
+  regexp_extract(url_decode(replace({{ file_expr }}, '+', '%2B')), '^(.*)/[^/]*$', 1)
 {%- endmacro %}
 
 {% macro partition_path_expr(dir_expr, partition_count) -%}
@@ -55,22 +56,20 @@
 {% macro partition_stats(relation, partition_by, only=none) %}
   {#- Per partition folder that holds files: {path, location, files, rows,
       values {column: value as string}}. `only`, a list of partition values,
-      restricts the scan to those partitions. Callers turn bucketed reads off
-      (table_stats) so that every file is counted. -#}
+      restricts the scan to those partitions. The scan reads no data column,
+      so Spark never plans it as a bucketed scan (which would skip files
+      whose bucket id is too high): every file is counted, whatever the
+      session's settings, and Parquet and ORC answer from their footers. -#}
   {%- set pcount = partition_by | length -%}
   {%- set query -%}
     select __sb_dir, {{ spark_bucketing.partition_path_expr('__sb_dir', pcount) }} as __sb_path,
-           count(distinct __sb_file) as files, count(*) as row_count
-           {%- for p in partition_by %}, __sb_p{{ loop.index0 }}{% endfor %}
+           count(*) as files, sum(__sb_rows) as row_count
+           {%- for p in partition_by %}, max(__sb_p{{ loop.index0 }}){% endfor %}
     from (
-      select input_file_name() as __sb_file, {{ spark_bucketing.file_dir_expr() }} as __sb_dir
-             {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
-      from {{ relation }}
-      {%- if only is not none %}
-      where {{ spark_bucketing.partition_match(partition_by, only) }}
-      {%- endif %}
-    ) as __sb_files
-    group by all
+      select *, {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir
+      from ({{ spark_bucketing.files_sql(relation, partition_by, only) }}) as __sb_files
+    ) as __sb_dirs
+    group by 1, 2
   {%- endset -%}
   {%- set out = [] -%}
   {%- if only is none or only | length > 0 -%}
@@ -83,6 +82,19 @@
   {{ return(out) }}
 {% endmacro %}
 
+{% macro files_sql(relation, partition_by, only=none) -%}
+  {#- One row per data file: __sb_file (input_file_name()), __sb_rows, and the
+      partition values as strings __sb_p<i>. Reads no data column (see
+      partition_stats), and parses nothing per row. -#}
+  select input_file_name() as __sb_file, count(*) as __sb_rows
+         {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
+  from {{ relation }}
+  {%- if only is not none %}
+  where {{ spark_bucketing.partition_match(partition_by, only) }}
+  {%- endif %}
+  group by all
+{%- endmacro %}
+
 {% macro partition_clause(values) -%}
   partition ({% for col, value in values.items() %}{{ spark_bucketing.quoted([col])[0] }} = {{ spark_bucketing.sql_string(value) }}{{ ', ' if not loop.last }}{% endfor %})
 {%- endmacro %}
@@ -93,7 +105,8 @@
   {%- else -%}
   ({%- for values in values_list -%}
     ({%- for col in partition_by -%}
-      cast({{ spark_bucketing.quoted([col])[0] }} as string) <=> {{ spark_bucketing.sql_string(spark_bucketing.lookup_ci(values, col)) }}{{ ' and ' if not loop.last }}
+      {%- set value = spark_bucketing.lookup_ci(values, col) -%}
+      cast({{ spark_bucketing.quoted([col])[0] }} as string) <=> {{ 'null' if value is none else spark_bucketing.sql_string(value) }}{{ ' and ' if not loop.last }}
     {%- endfor -%}){{ ' or ' if not loop.last }}
   {%- endfor -%})
   {%- endif -%}

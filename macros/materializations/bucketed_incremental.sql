@@ -22,7 +22,9 @@
   {%- set full_refresh = should_full_refresh() or info is none -%}
   {%- set rebuild = false -%}
   {%- if not full_refresh -%}
-    {%- set rebuild = spark_bucketing.check_incremental_target(spec, columns, info, existing, incr) -%}
+    {#- The table's properties are read once per run. -#}
+    {%- set meta = spark_bucketing.read_metadata(existing) -%}
+    {%- set rebuild = spark_bucketing.check_incremental_target(spec, columns, info, meta, incr) -%}
     {#- From here on, the table's own column names and order: the rows are
         selected by name into them, and new partition folders are named as
         the table's. -#}
@@ -39,13 +41,14 @@
     {%- if staged -%}
       {%- do spark_bucketing.stage_new_rows(rels.new, columns, new_sql, stage_location) -%}
     {%- endif -%}
-    {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, rels.new if staged else new_sql, existing, whole) -%}
+    {%- set touched = spark_bucketing.staged_partitions(rels.new, spec.partition_by) if staged and not whole else none -%}
+    {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, rels.new if staged else new_sql, existing, whole, touched) -%}
     {%- if whole -%}
       {#- Unpartitioned tables and spec rebuilds are rewritten whole, atomically. -#}
       {%- do spark_bucketing.replace_table(rels, spec, columns, content, existing, info) -%}
     {%- else -%}
-      {%- do spark_bucketing.write_partitions(rels, existing, info, spec, columns, content, incr.partitions) -%}
-      {%- do spark_bucketing.converge(rels, rels.target, spec) -%}
+      {%- set published = spark_bucketing.write_partitions(rels, info, meta, spec, columns, content, incr.partitions) -%}
+      {%- do spark_bucketing.converge(rels, spec, published) -%}
     {%- endif -%}
     {%- if staged -%}
       {#- A rebuild has already deleted the old table's folder, and the staged rows with it. -#}

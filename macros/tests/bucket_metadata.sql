@@ -24,7 +24,7 @@
   {%- endif -%}
   {%- set declared = spark_bucketing.declared_spec(info) -%}
   {%- set found = {} -%}
-  {%- for s in spark_bucketing.table_stats(relation, info.partition_by) -%}{%- do found.update({s.path: s}) -%}{%- endfor -%}
+  {%- for s in spark_bucketing.partition_stats(relation, info.partition_by) -%}{%- do found.update({s.path: s}) -%}{%- endfor -%}
   {%- if info.partition_by -%}
     {%- set records = meta.partitions -%}
     {%- set listed = spark_bucketing.catalog_partitions(relation) -%}

@@ -63,11 +63,16 @@ class DbtProject:
     def remove_model(self, name: str) -> None:
         (self.root / "models" / f"{name}.sql").unlink(missing_ok=True)
 
-    def dbt(self, *args: str) -> dbtRunnerResult:
+    def dbt(self, *args: str, statements: list[str] | None = None) -> dbtRunnerResult:
+        """Runs dbt in this process. `statements`, if given, receives the SQL
+        of every statement dbt sends to Spark."""
         argv = [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         if args and args[0] not in ("deps", "clean", "debug"):
             argv.append("--no-partial-parse")
-        return dbtRunner().invoke(argv)
+        callbacks = []
+        if statements is not None:
+            callbacks.append(lambda e: statements.append(e.data.sql) if e.info.name == "SQLQuery" else None)
+        return dbtRunner(callbacks=callbacks).invoke(argv)
 
     def run(self, *select: str, expect_ok: bool = True, extra: tuple[str, ...] = ()) -> dbtRunnerResult:
         args = ["run", *extra]

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from spark_bucketing import hashing
 from spark_bucketing.files import bucket_of, local_path
 from spark_bucketing.metadata import SparkClient, read_table_metadata
-from tests.support.dbt_project import DbtProject
+from tests.support.dbt_project import DbtProject, failure_text
 
 MODEL_SQL = """
 {{ config(
@@ -90,6 +90,15 @@ def _date(s):
 def run_model(project: DbtProject, name: str, vars_: dict, expect_ok: bool = True):
     (project.root / "models" / f"{name}.sql").write_text(MODEL_SQL)
     return project.run(name, expect_ok=expect_ok, extra=("--vars", json.dumps(vars_)))
+
+
+def run_statements(project: DbtProject, name: str, vars_: dict) -> list[str]:
+    """Runs the model once; returns the SQL statements the run sent to Spark."""
+    (project.root / "models" / f"{name}.sql").write_text(MODEL_SQL)
+    statements: list[str] = []
+    result = project.dbt("run", "--select", name, "--vars", json.dumps(vars_), statements=statements)
+    assert result.success, failure_text(result)
+    return statements
 
 
 def table_rows(spark: SparkSession, table: str) -> Counter:

@@ -1,0 +1,147 @@
+"""Cost follows the work: an incremental run reads and states only what it
+writes, whatever the table's size; the package changes no session setting,
+so models running at the same time (dbt threads share one Spark session)
+cannot observe it; a spec is only declared over partitions whose files still
+match their records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spark_bucketing.files import input_file_path
+from tests.support.dbt_project import failure_text
+from tests.support.incremental import (
+    MODEL_SQL,
+    Expected,
+    declared,
+    partition_layout_problems,
+    run_model,
+    run_statements,
+    table_rows,
+)
+
+
+def _step(spark, project, name, expected, vars_):
+    run_model(project, name, vars_)
+    expected.apply(spark, vars_)
+    table = f"{project.schema}.{name}"
+    assert table_rows(spark, table) == expected.rows()
+    return table
+
+
+def _files_of_day(spark, table: str, day: str) -> list[Path]:
+    rows = spark.sql(f"select distinct input_file_name() as f from {table} where day = date'{day}'").collect()
+    return [input_file_path(r.f) for r in rows]
+
+
+def _shape(statements: list[str]) -> list[str]:
+    """Each statement's first words: what kind of work it is."""
+    return [" ".join(s.split("*/")[-1].split()[:3]).lower() for s in statements]
+
+
+@pytest.mark.parametrize("strategy", ["insert_overwrite", "append"])
+def test_one_day_run_reads_and_states_only_what_it_writes(spark, dbt_project, strategy):
+    expected = Expected()
+    name = f"cost_{strategy}"
+    base = {"strategy": strategy, "rows": 40}
+    table = _step(spark, dbt_project, name, expected, {**base, "days": [0, 1, 2]})
+
+    def one_day(day: int, tag: int) -> list[str]:
+        vars_ = {**base, "days": [day], "tag": tag}
+        statements = run_statements(dbt_project, name, vars_)
+        expected.apply(spark, vars_)
+        return statements
+
+    small_new, small_existing = one_day(10, 1), one_day(2, 2)
+
+    # Grow the table, then make an untouched partition unreadable: a run that
+    # read it (data or footers) would fail.
+    _step(spark, dbt_project, name, expected, {**base, "days": list(range(3, 24))})
+    (victim,) = _files_of_day(spark, table, "2024-01-01")[:1]
+    original = victim.read_bytes()
+    victim.write_bytes(b"not a data file")
+    try:
+        big_new, big_existing = one_day(30, 3), one_day(23, 4)
+    finally:
+        victim.write_bytes(original)
+
+    # The same statements, whatever the table's size: none per untouched partition.
+    assert _shape(big_new) == _shape(small_new)
+    assert _shape(big_existing) == _shape(small_existing)
+    assert table_rows(spark, table) == expected.rows()
+    assert partition_layout_problems(spark, table) == []
+    # Bounded: the one partition's metadata is recorded in one statement.
+    assert sum("set tblproperties" in s.lower() for s in big_new) == 1
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+    assert result.success, failure_text(result)
+
+
+def test_a_spec_is_declared_only_over_files_that_match_their_records(spark, dbt_project):
+    """Files written into a partition behind the package's back keep the table
+    declared unbucketed when every record agrees, until the partition is rewritten."""
+    expected = Expected()
+    name = "cost_tamper"
+    spark_hash = {"bucket_hash": "spark", "rows": 60}
+    table = _step(spark, dbt_project, name, expected, {**spark_hash, "days": [0, 1]})
+    evolve = {**spark_hash, "buckets": 16, "on_change": "evolve"}
+    _step(spark, dbt_project, name, expected, {**evolve, "days": [1, 2], "tag": 1})
+    assert declared(spark, table) is None
+
+    # A plain INSERT INTO adds unbucketed files to day=2024-01-02.
+    spark.sql(f"insert into {table} partition (day = date'2024-01-02') select 999, 'tampered', 999")
+    expected.days[1][(999, "tampered", 999)] += 1
+
+    # Every record now says 16 buckets, but day=2024-01-02's files do not match its record.
+    _step(spark, dbt_project, name, expected, {**evolve, "days": [0], "tag": 2})
+    assert declared(spark, table) is None
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_metadata")
+    assert not result.success
+    assert "day=2024-01-02" in result.result.results[0].node.compiled_code
+
+    # Rewriting the partition brings it back in line: the spec is declared.
+    _step(spark, dbt_project, name, expected, {**evolve, "days": [1], "tag": 3})
+    assert declared(spark, table) == {"hash": "spark", "clustered_by": ["k"], "buckets": 16, "sorted_by": ["id"]}
+    assert partition_layout_problems(spark, table) == []
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+    assert result.success, failure_text(result)
+
+
+STOCK_SQL = """
+{{ config(materialized='incremental', incremental_strategy='insert_overwrite', partition_by=['day'],
+          file_format='parquet') }}
+select id as k, concat('s{{ var("tag", 0) }}-', id) as payload, date_add(date'2024-01-01', d) as day
+from range(0, 50) cross join (select explode(array({{ var('days', [0]) | join(', ') }})) as d)
+"""
+
+
+def test_models_running_at_the_same_time_see_no_setting_and_lose_no_partition(spark, dbt_project):
+    """dbt threads share one Spark session (method: session). Stock dbt-spark
+    insert_overwrite models set partitionOverwriteMode=DYNAMIC and rely on it;
+    bucketed models run beside them, repeatedly."""
+    strategies = {"conc_overwrite": "insert_overwrite", "conc_append": "append"}
+    for name, strategy in strategies.items():
+        sql = MODEL_SQL.replace("var('strategy', 'insert_overwrite')", repr(strategy))
+        (dbt_project.root / "models" / f"{name}.sql").write_text(sql)
+    stock = ["conc_stock_a", "conc_stock_b"]
+    for name in stock:
+        dbt_project.write_model(name, STOCK_SQL)
+    settings = {"spark.sql.files.maxRecordsPerFile": "0", "spark.sql.sources.bucketing.enabled": "true"}
+    expected = {name: Expected() for name in strategies}
+    stock_days: set[int] = set()
+    for run, days in enumerate([[0, 1, 2, 3], [2, 4], [3, 5, 6], [0, 6, 7]]):
+        vars_ = {"days": days, "tag": run, "rows": 60}
+        result = dbt_project.dbt("run", "--threads", "4", "--select", *strategies, *stock, "--vars", json.dumps(vars_))
+        assert result.success, failure_text(result)
+        stock_days.update(days)
+        for name, strategy in strategies.items():
+            expected[name].apply(spark, {**vars_, "strategy": strategy})
+            assert table_rows(spark, f"{dbt_project.schema}.{name}") == expected[name].rows(), (run, name)
+        for name in stock:
+            got = spark.sql(f"select distinct datediff(day, date'2024-01-01') as d from {dbt_project.schema}.{name}")
+            assert {r.d for r in got.collect()} == stock_days, (run, name)
+        assert {k: spark.conf.get(k) for k in settings} == settings
+    for name in strategies:
+        assert partition_layout_problems(spark, f"{dbt_project.schema}.{name}") == []

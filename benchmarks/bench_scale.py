@@ -1,0 +1,234 @@
+"""Cost at scale, side by side with stock dbt-spark: a full build (files,
+build time, a downstream join and aggregation) for both hash families, and
+one-day incremental runs (insert_overwrite and append) on tables of 10, 100
+and 1,000 daily partitions, and a backfill of 300 partitions.
+
+Every build is a `dbt run` of its own (cold JVM included), the two sides'
+order alternates (A B, then B A) and each side keeps its best of two. Each
+run's SQL statements (from dbt's log) and Spark jobs (from Spark's event log)
+are counted. Downstream queries run afterwards in one Spark session, median
+of three, sides alternated.
+
+    .venv/bin/python benchmarks/bench_scale.py [--rows 3000000] [--sizes 10 100 1000] [--backfill 300]
+
+Prints the figures the README reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from spark_bucketing.files import data_files  # noqa: E402
+from tests.support.dbt_process import DbtProcessProject  # noqa: E402
+
+FACT = """
+select id as order_id,
+       cast(pmod(hash(id, 17), {users}) as int) as user_id,
+       date_add(date'2024-01-01', cast(id % {days} as int)) as order_date,
+       cast(id % 1000 as double) / 10 as amount,
+       concat('sku-', id % 5000) as sku
+from range(0, {rows}, 1, {tasks})
+"""
+DIM = "select cast(id as int) as user_id, concat('user-', id) as user_name from range(0, {users}, 1, 4)"
+DAILY = """
+select cast(pmod(hash(id, {{{{ var('tag', 0) }}}}), 5000) as int) as k, concat('v', id) as payload,
+       date_add(date'2024-01-01', d) as day
+from range(0, {per_day}, 1, 1)
+cross join (select explode(sequence({{{{ var('first', 0) }}}}, {{{{ var('last', 0) }}}})) as d)
+"""
+FULL_SIDES = {
+    "stock table": {"materialized": "table", "file_format": "parquet"},
+    "bucketed_table spark": {"materialized": "bucketed_table", "bucket_hash": "spark"},
+    "bucketed_table hive": {"materialized": "bucketed_table", "bucket_hash": "hive"},
+}
+
+
+class Counted:
+    """Runs dbt in `project` and counts each run's statements and Spark jobs."""
+
+    def __init__(self, project: DbtProcessProject, events: Path):
+        self.project = project
+        self.events = events
+
+    def run(self, *args: str) -> dict:
+        log = self.project.root / "logs" / "dbt.log"
+        before_log = log.read_text(errors="replace").count("SQL status:") if log.exists() else 0
+        before_events = set(self.events.iterdir())
+        seconds = self.project.dbt("run", *args)
+        statements = log.read_text(errors="replace").count("SQL status:") - before_log
+        jobs = 0
+        for entry in set(self.events.iterdir()) - before_events:
+            for f in [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()]:
+                jobs += f.read_text(errors="replace").count('"Event":"SparkListenerJobStart"')
+        return {"s": seconds, "statements": statements, "jobs": jobs}
+
+
+def _runner(counted: Counted, *args: str):
+    return lambda: counted.run(*args)
+
+
+def best_alternating(runs: dict) -> dict:
+    """Each side in `runs` (name -> callable) once forwards, once backwards; best time of each."""
+    results: dict = {name: [] for name in runs}
+    for order in (list(runs), list(reversed(runs))):
+        for name in order:
+            results[name].append(runs[name]())
+    return {name: min(rs, key=lambda r: r["s"]) for name, rs in results.items()}
+
+
+def project_with_events(root: Path) -> Counted:
+    events = root / "events"
+    events.mkdir(parents=True, exist_ok=True)
+    conf = {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.dir": str(events),
+        "spark.sql.shuffle.partitions": "8",
+    }
+    return Counted(DbtProcessProject(root, **conf), events)
+
+
+def files_of(project: DbtProcessProject, model: str) -> int:
+    db = project.root / "state" / "warehouse" / f"{project.schema}.db"
+    return sum(len(data_files(folder)) for folder in (db / model, db / f"{model}__dbt_alt") if folder.is_dir())
+
+
+def full_build(base: Path, rows: int, tasks: int, days: int, buckets: int) -> None:
+    counted = project_with_events(base / "full")
+    project = counted.project
+    users = 100_000
+    for side, config in FULL_SIDES.items():
+        tag = side.split()[-1]
+        common = {"clustered_by": ["user_id"], "buckets": buckets}
+        project.write_model(
+            f"fact_{tag}",
+            FACT.format(rows=rows, tasks=tasks, days=days, users=users),
+            {**config, **common, "partition_by": ["order_date"]},
+        )
+        project.write_model(f"dim_{tag}", DIM.format(users=users), {**config, **common})
+    project.dbt("run", "--select", "dim_*")
+    tags = {side: side.split()[-1] for side in FULL_SIDES}
+    best = best_alternating({side: _runner(counted, "--select", f"fact_{tag}") for side, tag in tags.items()})
+    queries = downstream_queries(project, list(tags.values()))
+
+    print(f"\nFull build: {rows:,} rows in {tasks} input tasks, {days} daily partitions, {buckets} buckets")
+    print(
+        f"{'side':<22} {'files':>6} {'build s':>8} {'vs stock':>9} {'join s':>7} {'agg s':>7}"
+        f" {'vs stock':>9} {'stmts':>6} {'jobs':>5}"
+    )
+    stock = best["stock table"]["s"]
+    stock_q = sum(queries["table"])
+    for side in FULL_SIDES:
+        tag = side.split()[-1]
+        r = best[side]
+        join, agg = queries[tag]
+        print(
+            f"{side:<22} {files_of(project, f'fact_{tag}'):>6} {r['s']:>8.1f} {r['s'] / stock:>8.2f}x"
+            f" {join:>7.2f} {agg:>7.2f}"
+            f" {(join + agg) / stock_q:>8.2f}x {r['statements']:>6} {r['jobs']:>5}"
+        )
+
+
+def downstream_queries(project: DbtProcessProject, tags: list[str]) -> dict:
+    """Join + aggregation per side in one Spark session on the project's metastore."""
+    from tests.support.spark import make_session
+
+    state = project.root / "state"
+    spark = make_session(state)
+    spark.sql(f"use {project.schema}")
+    spark.sql(
+        "create temporary function spark_bucketing_hive_hash as 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFHash'"
+    )
+    out: dict = {tag: ([], []) for tag in tags}
+    for order in (tags, list(reversed(tags)), tags):
+        for tag in order:
+            for i, sql in enumerate(
+                [
+                    f"select d.user_name, sum(f.amount) from fact_{tag} f join dim_{tag} d on f.user_id = d.user_id"
+                    " group by d.user_name",
+                    f"select user_id, count(*), sum(amount) from fact_{tag} group by user_id",
+                ]
+            ):
+                start = time.perf_counter()
+                spark.sql(sql).write.format("noop").mode("overwrite").save()
+                out[tag][i].append(time.perf_counter() - start)
+    spark.stop()
+    return {tag: (statistics.median(j), statistics.median(a)) for tag, (j, a) in out.items()}
+
+
+def incremental(base: Path, sizes: list[int], backfill: int, per_day: int, buckets: int) -> None:
+    counted = project_with_events(base / "incremental")
+    project = counted.project
+    sql = DAILY.format(per_day=per_day)
+    common = f"partition_by=['day'], clustered_by=['k'], buckets={buckets}, incremental_strategy=var('strategy')"
+    models = project.root / "models"
+    (models / "daily_ours.sql").write_text(
+        "{{ config(materialized='bucketed_incremental', bucket_hash='spark', " + common + ") }}\n" + sql
+    )
+    (models / "daily_stock.sql").write_text(
+        "{{ config(materialized='incremental', file_format='parquet', " + common + ") }}\n" + sql
+    )
+    sides = {"bucketed_incremental": "daily_ours", "stock incremental": "daily_stock"}
+
+    def run(model: str, first: int, last: int, strategy: str, *extra: str):
+        vars_ = json.dumps({"first": first, "last": last, "strategy": strategy, "tag": first})
+        return lambda: counted.run("--select", model, "--vars", vars_, *extra)
+
+    print(f"\nIncremental runs: {per_day} rows a day, {buckets} buckets, spark hash (stock: same clustered_by/buckets)")
+    print(
+        f"{'partitions':>10} {'run':<28} {'side':<22} {'s':>6} {'vs stock':>9} {'vs smallest':>11}"
+        f" {'stmts':>6} {'jobs':>5}"
+    )
+    first_size: dict = {}
+    for n in sizes:
+        for model in sides.values():
+            run(model, 0, n - 1, "insert_overwrite", "--full-refresh")()
+        for strategy in ("insert_overwrite", "append"):
+            best = best_alternating({side: run(model, n - 1, n - 1, strategy) for side, model in sides.items()})
+            report(n, f"one day, {strategy}", best, first_size)
+    n = max(sizes)
+    best = best_alternating({side: run(model, 0, backfill - 1, "insert_overwrite") for side, model in sides.items()})
+    report(n, f"backfill {backfill} days", best, first_size)
+
+
+def report(n: int, label: str, best: dict, first_size: dict) -> None:
+    stock = best["stock incremental"]["s"]
+    for side, r in best.items():
+        base = first_size.setdefault((label, side), r["s"])
+        print(
+            f"{n:>10} {label:<28} {side:<22} {r['s']:>6.1f} {r['s'] / stock:>8.2f}x {r['s'] / base:>10.2f}x"
+            f" {r['statements']:>6} {r['jobs']:>5}"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=3_000_000)
+    parser.add_argument("--tasks", type=int, default=12)
+    parser.add_argument("--days", type=int, default=3)
+    parser.add_argument("--buckets", type=int, default=16)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--backfill", type=int, default=300)
+    parser.add_argument("--per-day", type=int, default=400)
+    parser.add_argument("--only", choices=["full", "incremental"], default=None)
+    parser.add_argument("--base", type=Path, default=None, help="folder for the projects (default: a temporary one)")
+    args = parser.parse_args()
+    base = args.base or Path(tempfile.mkdtemp(prefix="sb-bench-scale-"))
+    if args.only in (None, "full"):
+        full_build(base, args.rows, args.tasks, args.days, args.buckets)
+    if args.only in (None, "incremental"):
+        incremental(base, args.sizes, args.backfill, args.per_day, 8)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

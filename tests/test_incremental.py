@@ -20,17 +20,9 @@ from tests.support.incremental import (
     partition_layout_problems,
     partition_rows,
     run_model,
+    step,
     table_rows,
 )
-
-
-def _step(spark, project, name, expected, vars_):
-    run_model(project, name, vars_)
-    expected.apply(spark, vars_)
-    table = f"{project.schema}.{name}"
-    assert table_rows(spark, table) == expected.rows()
-    assert partition_layout_problems(spark, table) == []
-    return table
 
 
 def _dbt_tests(project, name):
@@ -48,7 +40,7 @@ def test_insert_overwrite_and_append_keep_one_file_per_bucket(spark, dbt_project
         {"days": [3, 4], "strategy": "append", "tag": 2},
         {"days": [0], "strategy": "append", "tag": 3},
     ):
-        table = _step(spark, dbt_project, name, expected, vars_)
+        table = step(spark, dbt_project, name, expected, vars_)
     meta = metadata(spark, table)
     assert sorted(meta) == [f"day=2024-01-0{d}" for d in range(1, 6)]
     assert meta["day=2024-01-04"]["rows"] == 400 and meta["day=2024-01-04"]["files"] == 8
@@ -59,10 +51,10 @@ def test_insert_overwrite_and_append_keep_one_file_per_bucket(spark, dbt_project
 def test_static_insert_overwrite_replaces_exactly_the_listed_partitions(spark, dbt_project):
     expected = Expected()
     name = "inc_static"
-    _step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+    step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
     # Day 2 is listed but gets no rows: it is emptied; day 0 is not listed: kept.
     vars_ = {"days": [1], "partitions": ["2024-01-02", "2024-01-03"], "tag": 1}
-    table = _step(spark, dbt_project, name, expected, vars_)
+    table = step(spark, dbt_project, name, expected, vars_)
     assert sorted(partition_rows(spark, table)) == [0, 1]
     assert sorted(metadata(spark, table)) == ["day=2024-01-01", "day=2024-01-02"]
     # A row outside the listed partitions fails the run and changes nothing.
@@ -78,8 +70,8 @@ def test_unpartitioned_tables_are_rewritten_whole(spark, dbt_project, strategy):
     expected = Expected()
     name = f"inc_unpart_{strategy}"
     base = {"partition_by": [], "strategy": strategy}
-    _step(spark, dbt_project, name, expected, {**base, "days": [0, 1]})
-    table = _step(spark, dbt_project, name, expected, {**base, "days": [1, 2], "tag": 1})
+    step(spark, dbt_project, name, expected, {**base, "days": [0, 1]})
+    table = step(spark, dbt_project, name, expected, {**base, "days": [1, 2], "tag": 1})
     if strategy == "insert_overwrite":
         # Unpartitioned: the new rows replace the table.
         assert sorted(partition_rows(spark, table)) == [1, 2]
@@ -89,14 +81,14 @@ def test_unpartitioned_tables_are_rewritten_whole(spark, dbt_project, strategy):
 def test_failed_incremental_run_loses_nothing(spark, dbt_project):
     expected = Expected()
     name = "inc_fail"
-    table = _step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+    table = step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
     before = table_rows(spark, table)
     for vars_ in ({"days": [1, 2], "fail": True}, {"days": [1, 2], "fail": True, "strategy": "append"}):
         result = run_model(dbt_project, name, vars_, expect_ok=False)
         assert "model failed on purpose" in node_messages(result)[name]
         assert table_rows(spark, table) == before
         assert partition_layout_problems(spark, table) == []
-    _step(spark, dbt_project, name, expected, {"days": [2, 3], "tag": 5})
+    step(spark, dbt_project, name, expected, {"days": [2, 3], "tag": 5})
     _dbt_tests(dbt_project, name)
 
 
@@ -107,8 +99,8 @@ def test_session_settings_do_not_leak(spark, dbt_project):
     try:
         expected = Expected()
         name = "inc_settings"
-        _step(spark, dbt_project, name, expected, {"days": [0, 1]})
-        _step(spark, dbt_project, name, expected, {"days": [1, 2], "buckets": 4, "on_change": "evolve"})
+        step(spark, dbt_project, name, expected, {"days": [0, 1]})
+        step(spark, dbt_project, name, expected, {"days": [1, 2], "buckets": 4, "on_change": "evolve"})
         assert {k: spark.conf.get(k) for k in settings} == settings
         assert spark.conf.get("spark.sql.sources.bucketing.enabled") == "true"
     finally:
@@ -119,7 +111,7 @@ def test_session_settings_do_not_leak(spark, dbt_project):
 def test_on_bucket_change_fail_stops_before_writing(spark, dbt_project):
     expected = Expected()
     name = "inc_change_fail"
-    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
     before = table_rows(spark, table)
     result = run_model(dbt_project, name, {"days": [1, 2], "buckets": 16}, expect_ok=False)
     message = node_messages(result)[name]
@@ -132,9 +124,9 @@ def test_on_bucket_change_fail_stops_before_writing(spark, dbt_project):
 def test_on_bucket_change_rebuild_rewrites_every_partition(spark, dbt_project):
     expected = Expected()
     name = "inc_rebuild"
-    _step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+    step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
     vars_ = {"days": [2, 3], "buckets": 5, "bucket_hash": "spark", "on_change": "rebuild", "tag": 1}
-    table = _step(spark, dbt_project, name, expected, vars_)
+    table = step(spark, dbt_project, name, expected, vars_)
     assert declared(spark, table) == {"hash": "spark", "clustered_by": ["k"], "buckets": 5, "sorted_by": ["id"]}
     assert {(m["hash"], m["buckets"]) for m in metadata(spark, table).values()} == {("spark", 5)}
     _dbt_tests(dbt_project, name)
@@ -155,9 +147,9 @@ def test_evolve_declares_unbucketed_until_partitions_agree_then_bucket_joins_ret
     expected = Expected()
     name = "inc_evolve"
     spark_hash = {"bucket_hash": "spark"}
-    table = _step(spark, dbt_project, name, expected, {**spark_hash, "days": [0, 1, 2]})
+    table = step(spark, dbt_project, name, expected, {**spark_hash, "days": [0, 1, 2]})
     evolve = {**spark_hash, "buckets": 16, "on_change": "evolve"}
-    _step(spark, dbt_project, name, expected, {**evolve, "days": [3, 4], "tag": 1})
+    step(spark, dbt_project, name, expected, {**evolve, "days": [3, 4], "tag": 1})
     assert declared(spark, table) is None
     assert {m["buckets"] for m in metadata(spark, table).values()} == {8, 16}
     join = f"select count(*) from {table} e join {schema}.dim16 d on e.k = d.k"
@@ -165,7 +157,7 @@ def test_evolve_declares_unbucketed_until_partitions_agree_then_bucket_joins_ret
     _dbt_tests(dbt_project, name)
 
     # Backfill the old partitions with the new spec: the table converges.
-    _step(spark, dbt_project, name, expected, {**evolve, "days": [0, 1, 2], "tag": 2})
+    step(spark, dbt_project, name, expected, {**evolve, "days": [0, 1, 2], "tag": 2})
     assert declared(spark, table) == {"hash": "spark", "clustered_by": ["k"], "buckets": 16, "sorted_by": ["id"]}
     assert _join_exchanges(spark, join) == 0
     assert spark.sql(join).first()[0] == sum(expected.rows().values())
@@ -175,15 +167,15 @@ def test_evolve_declares_unbucketed_until_partitions_agree_then_bucket_joins_ret
 def test_dropping_the_old_partitions_converges_the_table(spark, dbt_project):
     expected = Expected()
     name = "inc_drop"
-    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
     evolve = {"buckets": 32, "on_change": "evolve"}
-    _step(spark, dbt_project, name, expected, {**evolve, "days": [2], "tag": 1})
+    step(spark, dbt_project, name, expected, {**evolve, "days": [2], "tag": 1})
     assert declared(spark, table) is None
     spark.sql(f"alter table {table} drop partition (day = '2024-01-01')")
     spark.sql(f"alter table {table} drop partition (day = '2024-01-02')")
     expected.days.pop(0)
     expected.days.pop(1)
-    _step(spark, dbt_project, name, expected, {**evolve, "days": [3], "tag": 2})
+    step(spark, dbt_project, name, expected, {**evolve, "days": [3], "tag": 2})
     assert declared(spark, table)["buckets"] == 32
     assert sorted(metadata(spark, table)) == ["day=2024-01-03", "day=2024-01-04"]
     _dbt_tests(dbt_project, name)
@@ -192,13 +184,13 @@ def test_dropping_the_old_partitions_converges_the_table(spark, dbt_project):
 def test_evolve_warns_when_counts_are_not_power_of_two_multiples(spark, dbt_project):
     expected = Expected()
     name = "inc_warn"
-    _step(spark, dbt_project, name, expected, {"days": [0]})
+    step(spark, dbt_project, name, expected, {"days": [0]})
     log = dbt_project.root / "logs" / "dbt.log"
     log.unlink(missing_ok=True)
-    _step(spark, dbt_project, name, expected, {"days": [1], "buckets": 12, "on_change": "evolve"})
+    step(spark, dbt_project, name, expected, {"days": [1], "buckets": 12, "on_change": "evolve"})
     assert "bucket count 8 -> 12 is not a power-of-two multiple" in log.read_text()
     log.unlink()
-    _step(spark, dbt_project, name, expected, {"days": [2], "buckets": 48, "on_change": "evolve"})
+    step(spark, dbt_project, name, expected, {"days": [2], "buckets": 48, "on_change": "evolve"})
     assert "power-of-two" not in log.read_text()
 
 
@@ -212,7 +204,7 @@ def test_failure_between_steps_of_an_evolution_loses_nothing(spark, dbt_project,
     breaks, and the next run finishes the change."""
     expected = Expected()
     name = f"inc_inject_{step}"
-    table = _step(spark, dbt_project, name, expected, {"bucket_hash": "spark", "days": [0, 1, 2]})
+    table = step(spark, dbt_project, name, expected, {"bucket_hash": "spark", "days": [0, 1, 2]})
     old = expected.copy()
     vars_ = {"bucket_hash": "spark", "buckets": 4, "on_change": "evolve", "days": [0, 1, 2, 3], "tag": 1}
     new = expected.copy()
@@ -242,21 +234,21 @@ def test_failure_between_steps_of_an_evolution_loses_nothing(spark, dbt_project,
 def test_failure_during_a_full_rebuild_keeps_the_old_table(spark, dbt_project, step):
     expected = Expected()
     name = f"inc_rebuild_{step}"
-    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
     before = table_rows(spark, table)
     vars_ = {"days": [1, 2], "buckets": 6, "on_change": "rebuild", "tag": 1}
     run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": step}, expect_ok=False)
     # mid_swap leaves the live table under its backup name: the next run puts it back first.
     assert table_rows(spark, table if step == "before_swap" else f"{table}__dbt_backup") == before
-    _step(spark, dbt_project, name, expected, vars_)
+    step(spark, dbt_project, name, expected, vars_)
     assert declared(spark, table)["buckets"] == 6
 
 
 def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
     expected = Expected()
     name = "inc_meta"
-    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
-    _step(spark, dbt_project, name, expected, {"days": [2], "buckets": 16, "on_change": "evolve"})
+    table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    step(spark, dbt_project, name, expected, {"days": [2], "buckets": 16, "on_change": "evolve"})
 
     dbt_project.write_model(
         "meta_view",
@@ -294,7 +286,7 @@ def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
 def test_bucket_metadata_test_catches_tampering(spark, dbt_project):
     expected = Expected()
     name = "inc_tamper"
-    table = _step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
     key = "spark_bucketing.partition.day=2024-01-01"
     record = json.loads({r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}[key])
     record["buckets"] = 4

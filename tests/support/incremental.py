@@ -166,3 +166,18 @@ def partition_layout_problems(spark: SparkSession, table: str) -> list[str]:
         files_per[(path.parent, bucket_of(path.name))] += 1
     problems += [f"{n} files for {k}" for k, n in files_per.items() if n > 1]
     return sorted(set(problems))
+
+
+def step(
+    spark: SparkSession, project: DbtProject, name: str, expected: Expected, vars_: dict, layout: bool = True
+) -> str:
+    """Runs the model with `vars_`, applies the run to `expected`, and checks
+    the table holds exactly the expected rows (and, with `layout`, that every
+    file follows its partition's spec). Returns the table's name."""
+    run_model(project, name, vars_)
+    expected.apply(spark, vars_)
+    table = f"{project.schema}.{name}"
+    assert table_rows(spark, table) == expected.rows()
+    if layout:
+        assert partition_layout_problems(spark, table) == []
+    return table

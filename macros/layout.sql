@@ -43,7 +43,8 @@
       counted. output='files': one row per offending file; 'partitions': one
       row per partition folder with its stats and problems. -#}
   {%- set sort_groups = [] -%}
-  {%- for spec, _ in groups if spec.sorted_by -%}{%- do sort_groups.append(loop.index0) -%}{%- endfor -%}
+  {#- Indexes into `groups` (a filtered loop would renumber them). -#}
+  {%- for spec, _ in groups -%}{%- if spec.sorted_by -%}{%- do sort_groups.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
   {%- set file_bucket_pattern = '^.*/[^/]*_([0-9]+)([.][^/]*)?$' -%}
   with __sb_all_files as (
     {{ spark_bucketing.files_sql(relation, partition_by) }}

@@ -197,22 +197,22 @@ def test_evolve_warns_when_counts_are_not_power_of_two_multiples(spark, dbt_proj
 STEPS = ["after_write", "before_switch", "mid_switch", "before_cleanup", "redeclare_before_swap", "redeclare_mid_swap"]
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_failure_between_steps_of_an_evolution_loses_nothing(spark, dbt_project, step):
+@pytest.mark.parametrize("fail_at", STEPS)
+def test_failure_between_steps_of_an_evolution_loses_nothing(spark, dbt_project, fail_at):
     """A run that dies at each step of a spec change: every partition holds
     either its old or its new rows, the catalog declares no spec any partition
     breaks, and the next run finishes the change."""
     expected = Expected()
-    name = f"inc_inject_{step}"
+    name = f"inc_inject_{fail_at}"
     table = step(spark, dbt_project, name, expected, {"bucket_hash": "spark", "days": [0, 1, 2]})
     old = expected.copy()
     vars_ = {"bucket_hash": "spark", "buckets": 4, "on_change": "evolve", "days": [0, 1, 2, 3], "tag": 1}
     new = expected.copy()
     new.apply(spark, vars_)
 
-    result = run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": step}, expect_ok=False)
-    assert f"injected failure at step '{step}'" in failure_text(result) + str(node_messages(result))
-    if step.endswith("mid_swap"):
+    result = run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": fail_at}, expect_ok=False)
+    assert f"injected failure at step '{fail_at}'" in failure_text(result) + str(node_messages(result))
+    if fail_at.endswith("mid_swap"):
         # Between the two renames of a swap the rows sit in the backup entry;
         # the next run puts it back before anything else.
         assert not spark.catalog.tableExists(table)
@@ -230,16 +230,16 @@ def test_failure_between_steps_of_an_evolution_loses_nothing(spark, dbt_project,
     _dbt_tests(dbt_project, name)
 
 
-@pytest.mark.parametrize("step", ["before_swap", "mid_swap"])
-def test_failure_during_a_full_rebuild_keeps_the_old_table(spark, dbt_project, step):
+@pytest.mark.parametrize("fail_at", ["before_swap", "mid_swap"])
+def test_failure_during_a_full_rebuild_keeps_the_old_table(spark, dbt_project, fail_at):
     expected = Expected()
-    name = f"inc_rebuild_{step}"
+    name = f"inc_rebuild_{fail_at}"
     table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
     before = table_rows(spark, table)
     vars_ = {"days": [1, 2], "buckets": 6, "on_change": "rebuild", "tag": 1}
-    run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": step}, expect_ok=False)
+    run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": fail_at}, expect_ok=False)
     # mid_swap leaves the live table under its backup name: the next run puts it back first.
-    assert table_rows(spark, table if step == "before_swap" else f"{table}__dbt_backup") == before
+    assert table_rows(spark, table if fail_at == "before_swap" else f"{table}__dbt_backup") == before
     step(spark, dbt_project, name, expected, vars_)
     assert declared(spark, table)["buckets"] == 6
 

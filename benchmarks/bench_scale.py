@@ -196,8 +196,9 @@ def incremental(base: Path, sizes: list[int], backfill: int, per_day: int, bucke
             best = best_alternating({side: run(model, n - 1, n - 1, strategy) for side, model in sides.items()})
             report(n, f"one day, {strategy}", best, first_size)
     n = max(sizes)
-    best = best_alternating({side: run(model, 0, backfill - 1, "insert_overwrite") for side, model in sides.items()})
-    report(n, f"backfill {backfill} days", best, first_size)
+    for strategy in ("insert_overwrite", "append"):
+        best = best_alternating({side: run(model, 0, backfill - 1, strategy) for side, model in sides.items()})
+        report(n, f"backfill {backfill} days, {strategy}", best, first_size)
 
 
 def report(n: int, label: str, best: dict, first_size: dict) -> None:

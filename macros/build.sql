@@ -32,7 +32,7 @@
   {%- elif backup is not none -%}
     {%- do adapter.drop_relation(backup) -%}
   {%- endif -%}
-  {%- for role in ('tmp', 'incr', 'respec', 'new') -%}{%- do adapter.drop_relation(rels[role]) -%}{%- endfor -%}
+  {%- for role in ('tmp', 'incr', 'respec', 'new') -%}{%- do spark_bucketing.drop_if_listed(rels[role]) -%}{%- endfor -%}
   {{ return(target) }}
 {% endmacro %}
 
@@ -63,7 +63,7 @@
 {% macro discard(relation, location, rels, message) %}
   {#- Drops an unpublished write (entry and files) and fails the run. -#}
   {%- do adapter.drop_relation(relation) -%}
-  {%- do spark_bucketing.delete_location(location, rels.scratch) -%}
+  {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
   {%- do exceptions.raise_compiler_error("spark_bucketing: model '" ~ model.unique_id ~ "': " ~ message) -%}
 {% endmacro %}
 
@@ -91,7 +91,7 @@
   {%- set owned = spark_bucketing.owned_locations(spec, rels.target) -%}
   {%- set location = spark_bucketing.free_location(owned, old_info) -%}
   {#- The free folder may hold an older build whose partitions the new one would not overwrite. -#}
-  {%- do spark_bucketing.delete_location(location, rels.scratch, may_be_missing=true) -%}
+  {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.tmp, spec, columns, sql, location) -%}
   {%- set stats = spark_bucketing.verify_write(rels.tmp, spec, location, rels) -%}
   {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats)) -%}
@@ -106,7 +106,7 @@
     {%- do adapter.drop_relation(rels.backup.incorporate(type=old_relation.type)) -%}
     {%- if old_info and old_info.type == 'external' and spark_bucketing.owns_location(old_info.location, owned) -%}
       {#- An external table's files outlive its DROP; the previous build's folder is ours to clear. -#}
-      {%- do spark_bucketing.delete_location(old_info.location, rels.scratch) -%}
+      {%- do spark_bucketing.delete_locations([old_info.location], rels.scratch) -%}
     {%- endif -%}
   {%- endif -%}
 {% endmacro %}

@@ -116,7 +116,7 @@
     select {{ cols }} from {{ new_rows }}
     union all
     select {{ cols }} from {{ target }}
-    where {{ spark_bucketing.partition_match(spec.partition_by, touched) }}
+    where {{ spark_bucketing.partition_match(spec.partition_by, touched, columns) }}
   {%- elif full_rebuild and spec.partition_by -%}
     {#- insert_overwrite: keep the partitions the new rows do not touch. -#}
     select {{ cols }} from {{ target }} as __sb_old
@@ -149,9 +149,10 @@
 {% macro write_partitions(rels, info, meta, spec, columns, sql, static_partitions) %}
   {#- Writes the new partitions under the table's folder in _bucketing/<run>,
       verifies them, switches the table's partitions to them, verifies the
-      switch, and only then deletes the replaced folders. Reads only the
-      partitions it writes. Returns what converge needs: the records of the
-      listed partitions, the metadata keys of unlisted ones, the declared spec. -#}
+      switch. Reads only the partitions it writes. Returns what converge
+      needs (the records of the listed partitions, the metadata keys of
+      unlisted ones, the declared spec) and the replaced folders, which the
+      caller deletes once everything is published. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location) -%}
   {%- set stats = spark_bucketing.verify_write(rels.incr, spec, location, rels) -%}
@@ -178,7 +179,7 @@
   {%- for s in stats if s.path in catalog -%}{%- do old_values.append(s['values']) -%}{%- endfor -%}
   {%- for path in emptied -%}{%- do old_values.append(catalog[path]) -%}{%- endfor -%}
   {%- set replaced = {} -%}
-  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, old_values) -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
+  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, old_values, columns) -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
 
   {%- for s in stats -%}
     {%- call statement('spark_bucketing_switch_partition') -%}
@@ -192,7 +193,7 @@
   {%- endfor -%}
   {%- set written_props = spark_bucketing.metadata_properties(spec, stats) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
-  {%- do spark_bucketing.verify_switch(rels, spec, stats, catalog, replaced) -%}
+  {%- do spark_bucketing.verify_switch(rels, spec, columns, stats, catalog, replaced) -%}
 
   {#- Static partitions the new rows left empty are dropped. -#}
   {%- for path in emptied -%}
@@ -203,9 +204,10 @@
   {%- do adapter.drop_relation(rels.incr) -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
 
-  {#- The replaced folders: only those inside the table's own folder. -#}
+  {#- The replaced folders, for the caller to delete: only those inside the table's own folder. -#}
+  {%- set obsolete = [] -%}
   {%- for path, old in replaced.items() if spark_bucketing.is_under(old.location, info.location) -%}
-    {%- do spark_bucketing.delete_location(old.location, rels.scratch) -%}
+    {%- do obsolete.append(old.location) -%}
   {%- endfor -%}
 
   {%- set records = {} -%}
@@ -217,17 +219,17 @@
   {%- for path in catalog if path not in records and path not in emptied -%}{%- do records.update({path: none}) -%}{%- endfor -%}
   {%- for s in stats -%}{%- do records.update({s.path: fromjson(written_props[spark_bucketing.partition_key(s.path)])}) -%}{%- endfor -%}
   {%- set unlisted_keys = unlisted_keys | reject('in', written_props.keys() | list) | list -%}
-  {{ return({'records': records, 'unlisted_keys': unlisted_keys, 'declared': declared, 'written': written}) }}
+  {{ return({'records': records, 'unlisted_keys': unlisted_keys, 'declared': declared, 'written': written, 'obsolete': obsolete}) }}
 {% endmacro %}
 
-{% macro verify_switch(rels, spec, stats, catalog, replaced) %}
+{% macro verify_switch(rels, spec, columns, stats, catalog, replaced) %}
   {#- Reads the switched partitions back through the table: each must show
       the folder, files and rows that were written. Otherwise the partitions
       that disagree are switched back to their old folders (still there) or
       dropped if they are new, and the run fails. A partition that held no
       files before is left on the new folder: it has no old rows to return. -#}
   {%- set after = {} -%}
-  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, stats | map(attribute='values') | list) -%}
+  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, stats | map(attribute='values') | list, columns) -%}
     {%- do after.update({s.path: s}) -%}
   {%- endfor -%}
   {%- set wrong = [] -%}

@@ -38,23 +38,28 @@
 {% macro layout_sql(relation, partition_by, groups, output='files') -%}
   {#- The check in one pass over the bucket (and sort) columns, aggregated per
       (file, computed bucket) before any file name is parsed. Every file is
-      listed by a second scan that reads no data column (files_sql), so a
-      file a bucketed scan would skip is still checked by its name and
-      counted. output='files': one row per offending file; 'partitions': one
-      row per partition folder with its stats and problems. -#}
+      also listed by a scan that reads no data column (files_sql), so a file
+      a bucketed scan would skip is still checked by its name and counted.
+      The two are one UNION ALL, grouped per file once. output='files': one
+      row per offending file; 'partitions': one row per partition folder with
+      its stats and problems. -#}
   {%- set sort_groups = [] -%}
   {#- Indexes into `groups` (a filtered loop would renumber them). -#}
   {%- for spec, _ in groups -%}{%- if spec.sorted_by -%}{%- do sort_groups.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
   {%- set file_bucket_pattern = '^.*/[^/]*_([0-9]+)([.][^/]*)?$' -%}
-  with __sb_all_files as (
-    {{ spark_bucketing.files_sql(relation, partition_by) }}
-  ),
-  __sb_file_buckets as (
+  with __sb_counts as (
+    select __sb_file
+      {%- for p in partition_by %}, __sb_p{{ loop.index0 }}{% endfor %}
+      {%- for spec, _ in groups %}, cast(null as int) as __sb_b{{ loop.index0 }}{% endfor %},
+      __sb_rows as __sb_listed, cast(0 as bigint) as __sb_n
+    from ({{ spark_bucketing.files_sql(relation, partition_by) }}) as __sb_listing
+    union all
     select input_file_name() as __sb_file
+      {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
       {%- for spec, _ in groups %},
       {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) }} as __sb_b{{ loop.index0 }}
       {%- endfor %},
-      count(*) as __sb_n
+      cast(0 as bigint) as __sb_listed, count(*) as __sb_n
     from {{ relation }}
     group by all
   ),
@@ -81,9 +86,9 @@
   __sb_named as (
     select *, {{ spark_bucketing.partition_path_expr('directory', partition_by | length) }} as __sb_path
     from (
-      select __sb_all_files.*, __sb_file as file_path, {{ spark_bucketing.file_dir_expr('__sb_file') }} as directory,
+      select *, {{ spark_bucketing.file_dir_expr('__sb_file') }} as directory,
              try_cast(nullif(regexp_extract(__sb_file, '{{ file_bucket_pattern }}', 1), '') as int) as file_bucket
-      from __sb_all_files
+      from __sb_counts
     ) as __sb_parsed
   ),
   __sb_specs as (
@@ -95,8 +100,23 @@
       end as spec_group
     from __sb_named
   ),
+  __sb_per_file as (
+    select __sb_file, directory, __sb_path, file_bucket, spec_group
+           {%- for p in partition_by %}, max(__sb_p{{ loop.index0 }}) as __sb_p{{ loop.index0 }}{% endfor %},
+           sum(__sb_listed) as row_count,
+           sum(__sb_n) as checked_rows,
+           sum(case
+             when __sb_n = 0 then 0
+             {%- for spec, _ in groups %}
+             when spec_group = {{ loop.index0 }} and __sb_b{{ loop.index0 }} <=> file_bucket then 0
+             {%- endfor %}
+             else __sb_n
+           end) as misplaced_rows
+    from __sb_specs
+    group by __sb_file, directory, __sb_path, file_bucket, spec_group
+  ),
   __sb_files as (
-    select f.file_path, f.directory, f.__sb_path as partition_path, f.file_bucket, f.__sb_rows as row_count,
+    select f.__sb_file as file_path, f.directory, f.__sb_path as partition_path, f.file_bucket, f.row_count,
            f.spec_group
            {%- for p in partition_by %}, f.__sb_p{{ loop.index0 }}{% endfor %},
            case
@@ -104,8 +124,7 @@
              when f.spec_group = {{ loop.index0 }} then {{ spec.buckets }}
              {%- endfor %}
            end as buckets,
-           coalesce(b.checked_rows, 0) as checked_rows,
-           coalesce(b.misplaced_rows, 0) as misplaced_rows,
+           f.checked_rows, f.misplaced_rows,
            {%- if sort_groups %}
            coalesce(case
              {%- for g in sort_groups %}
@@ -115,19 +134,7 @@
            {%- else %}
            0
            {%- endif %} as unsorted_rows
-    from __sb_specs as f
-    left join (
-      select b.__sb_file, sum(b.__sb_n) as checked_rows,
-             sum(case
-               {%- for spec, _ in groups %}
-               when s.spec_group = {{ loop.index0 }} and b.__sb_b{{ loop.index0 }} <=> s.file_bucket then 0
-               {%- endfor %}
-               else b.__sb_n
-             end) as misplaced_rows
-      from __sb_file_buckets as b
-      join __sb_specs as s on s.__sb_file = b.__sb_file
-      group by b.__sb_file
-    ) as b on b.__sb_file = f.__sb_file
+    from __sb_per_file as f
     {%- for g in sort_groups %}
     left join __sb_unsorted_{{ g }} as u{{ g }} on u{{ g }}.__sb_file = f.__sb_file
     {%- endfor %}

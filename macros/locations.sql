@@ -42,24 +42,33 @@
   {{ return(owned[0]) }}
 {% endmacro %}
 
-{% macro delete_location(location, scratch_relation, may_be_missing=false) %}
+{% macro delete_locations(locations, scratch_relation) %}
   {#- Spark SQL has no statement that deletes a folder, but dropping a managed
-      table deletes its location: point a scratch managed table at the folder,
-      then drop it. The metastore logs an ERROR when that folder does not
-      exist, so a folder that may be missing is first created, by an external
-      table over it (the metastore creates its folder; dropping it keeps it). -#}
-  {%- do adapter.drop_relation(scratch_relation) -%}
-  {%- if may_be_missing -%}
-    {%- call statement('spark_bucketing_scratch_folder') -%}
-      create table {{ scratch_relation }} (unused int) using parquet location {{ spark_bucketing.sql_string(location) }}
-    {%- endcall -%}
-    {%- do adapter.drop_relation(scratch_relation) -%}
-  {%- endif -%}
+      table deletes its folder and the folders of its partitions, wherever
+      they are. So one scratch managed table takes every folder as a
+      partition, then is dropped: three statements for any number of folders.
+      The metastore creates a partition's folder when it is missing, so a
+      folder that is already gone is no error (and logs none). -#}
+  {%- if not locations -%}{{ return(none) }}{%- endif -%}
+  {%- do spark_bucketing.drop_if_listed(scratch_relation) -%}
   {%- call statement('spark_bucketing_scratch') -%}
-    create table {{ scratch_relation }} (unused int) using parquet
+    create table {{ scratch_relation }} (unused int, __sb_folder int) using parquet partitioned by (__sb_folder)
   {%- endcall -%}
-  {%- call statement('spark_bucketing_scratch_location') -%}
-    alter table {{ scratch_relation }} set location {{ spark_bucketing.sql_string(location) }}
-  {%- endcall -%}
+  {%- for batch in locations | batch(500) -%}
+    {%- set first = loop.index0 * 500 -%}
+    {%- call statement('spark_bucketing_scratch_folders') -%}
+      alter table {{ scratch_relation }} add
+      {%- for location in batch %}
+        partition (__sb_folder = {{ first + loop.index0 }}) location {{ spark_bucketing.sql_string(location) }}
+      {%- endfor %}
+    {%- endcall -%}
+  {%- endfor -%}
   {%- do adapter.drop_relation(scratch_relation) -%}
+{% endmacro %}
+
+{% macro drop_if_listed(relation) %}
+  {#- Drops a side entry a failed run may have left. dbt listed the schema
+      when the run started, so its cache answers without a statement. -#}
+  {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
+  {%- if found is not none -%}{%- do adapter.drop_relation(found) -%}{%- endif -%}
 {% endmacro %}

@@ -53,10 +53,11 @@
   {{ return(none) }}
 {% endmacro %}
 
-{% macro partition_stats(relation, partition_by, only=none) %}
+{% macro partition_stats(relation, partition_by, only=none, types=none) %}
   {#- Per partition folder that holds files: {path, location, files, rows,
       values {column: value as string}}. `only`, a list of partition values,
-      restricts the scan to those partitions. The scan reads no data column,
+      restricts the scan to those partitions (`types`: the columns' types, see
+      partition_match). The scan reads no data column,
       so Spark never plans it as a bucketed scan (which would skip files
       whose bucket id is too high): every file is counted, whatever the
       session's settings, and Parquet and ORC answer from their footers. -#}
@@ -67,7 +68,7 @@
            {%- for p in partition_by %}, max(__sb_p{{ loop.index0 }}){% endfor %}
     from (
       select *, {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir
-      from ({{ spark_bucketing.files_sql(relation, partition_by, only) }}) as __sb_files
+      from ({{ spark_bucketing.files_sql(relation, partition_by, only, types) }}) as __sb_files
     ) as __sb_dirs
     group by 1, 2
   {%- endset -%}
@@ -82,7 +83,7 @@
   {{ return(out) }}
 {% endmacro %}
 
-{% macro files_sql(relation, partition_by, only=none) -%}
+{% macro files_sql(relation, partition_by, only=none, types=none) -%}
   {#- One row per data file: __sb_file (input_file_name()), __sb_rows, and the
       partition values as strings __sb_p<i>. Reads no data column (see
       partition_stats), and parses nothing per row. -#}
@@ -90,7 +91,7 @@
          {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
   from {{ relation }}
   {%- if only is not none %}
-  where {{ spark_bucketing.partition_match(partition_by, only) }}
+  where {{ spark_bucketing.partition_match(partition_by, only, types) }}
   {%- endif %}
   group by all
 {%- endmacro %}
@@ -99,14 +100,23 @@
   partition ({% for col, value in values.items() %}{{ spark_bucketing.quoted([col])[0] }} = {{ spark_bucketing.sql_string(value) }}{{ ', ' if not loop.last }}{% endfor %})
 {%- endmacro %}
 
-{% macro partition_match(partition_by, values_list) -%}
-  {#- SQL true when the row's partition columns equal one of `values_list` (strings). -#}
+{% macro partition_match(partition_by, values_list, types=none) -%}
+  {#- SQL true when the row's partition columns equal one of `values_list`
+      (values as strings). With the columns' `types`, each value is compared
+      as a literal of its column's type: Spark then hands the filter to the
+      metastore, which returns only those partitions however many the table
+      has (a cast on the column would make it fetch them all). Without
+      `types`, as strings. -#}
   {%- if values_list | length == 0 -%}false
   {%- else -%}
   ({%- for values in values_list -%}
     ({%- for col in partition_by -%}
       {%- set value = spark_bucketing.lookup_ci(values, col) -%}
-      cast({{ spark_bucketing.quoted([col])[0] }} as string) <=> {{ 'null' if value is none else spark_bucketing.sql_string(value) }}{{ ' and ' if not loop.last }}
+      {%- set column = spark_bucketing.quoted([col])[0] -%}
+      {%- if value is none -%}{{ column }} is null
+      {%- elif types is not none -%}{{ column }} = cast({{ spark_bucketing.sql_string(value) }} as {{ spark_bucketing.lookup_ci(types, col) }})
+      {%- else -%}cast({{ column }} as string) = {{ spark_bucketing.sql_string(value) }}
+      {%- endif -%}{{ ' and ' if not loop.last }}
     {%- endfor -%}){{ ' or ' if not loop.last }}
   {%- endfor -%})
   {%- endif -%}

@@ -26,7 +26,16 @@ QUERIES = {
     "grouped": "with t as (\n  select k, count(*) as n from {{ ref('fact') }} group by k\n)\nselect * from t",
     "broken_sql": "select from from where",
     "unknown_rel": "select * from {{ ref('fact') }} f join some_schema.not_there x on f.k = x.k",
+    "source_join": "select * from {{ ref('fact') }} f join {{ source('raw', 'events') }} e on f.k = e.k",
 }
+# A source table that exists, bucketed by k into 8, whose sources.yml states nothing about bucketing.
+SOURCES = """
+sources:
+  - name: raw
+    schema: "{{ target.schema }}"
+    tables:
+      - name: events
+"""
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +48,12 @@ def project(spark, dbt_project):
         )
     for name, sql in QUERIES.items():
         (dbt_project.root / "models" / f"{name}.sql").write_text("{{ config(materialized='view') }}\n" + sql + "\n")
+    (dbt_project.root / "models" / "sources.yml").write_text(SOURCES)
     dbt_project.run(*TABLES)
+    spark.sql(
+        f"create table {dbt_project.schema}.events using parquet clustered by (k) into 8 buckets"
+        " as select cast(id % 100 as int) as k from range(0, 100)"
+    )
     # Every test may reuse the manifest (--no-compile), whatever order they run in.
     assert dbt_project.dbt("compile").success
     return dbt_project
@@ -116,7 +130,7 @@ def test_bad_input_gives_unknown_findings_not_crashes(project, tmp_path):
     assert unknown["sides"][1]["reasons"] == ["UNKNOWN_RELATION"]
 
     code, _, err = _check(project, "--no-compile", "--verify", "--thrift", "127.0.0.1:1")
-    assert code == 2 and "--verify plans queries in a local Spark session" in err
+    assert code == 2 and "--verify plans queries in a Spark session in this process" in err
 
     (tmp_path / "dbt_project.yml").write_text("name: empty\n")
     out, err = io.StringIO(), io.StringIO()
@@ -124,6 +138,37 @@ def test_bad_input_gives_unknown_findings_not_crashes(project, tmp_path):
         code = cli.main(["check", "--project-dir", str(tmp_path), "--no-compile"])
     assert code == 2
     assert "no dbt manifest at" in err.getvalue() and "dbt compile" in err.getvalue()
+
+
+def test_unknown_is_unknown_never_not_bucketed(project):
+    """A source whose bucketing nothing states, and a relation the live
+    catalog cannot find, are unknown; --fail-on treats unknown on its own."""
+    code, out, _ = _check(project, "--no-compile", "--format", "json", "--select", "source_join", "unknown_rel")
+    assert code == 0
+    by_model = {m["model"]: m["findings"] for m in json.loads(out)["models"]}
+    (join,) = by_model["model.sb_it.source_join"]
+    assert join["unknown"] is True and join["sides"][1]["reasons"] == ["UNKNOWN_BUCKETING"]
+    assert any("meta.spark_bucketing" in s for s in join["suggestions"])
+    for fail_on, want in (("shuffle", 0), ("unknown", 1)):
+        code, _, _ = _check(project, "--no-compile", "--select", "source_join", "--fail-on", fail_on)
+        assert code == want, fail_on
+
+    # The live catalog (the project's own dbt target) knows the source: bucketed like fact, no shuffle.
+    code, out, _ = _check(
+        project, "--no-compile", "--format", "json", "--catalog", "live", "--select", "source_join", "unknown_rel"
+    )
+    by_model = {m["model"]: m["findings"] for m in json.loads(out)["models"]}
+    (join,) = by_model["model.sb_it.source_join"]
+    assert join["shuffle_free"] is True and not join.get("unknown"), join
+    (missing,) = by_model["model.sb_it.unknown_rel"]
+    assert missing["unknown"] is True and missing["sides"][1]["reasons"] == ["UNKNOWN_RELATION"]
+    code, _, _ = _check(project, "--no-compile", "--catalog", "live", "--select", "unknown_rel", "--fail-on", "unknown")
+    assert code == 1
+
+
+def test_a_wrong_dbt_target_is_an_error_not_a_verdict(project):
+    code, _, err = _check(project, "--no-compile", "--catalog", "live", "--target", "nope")
+    assert code == 2 and "cannot load the dbt profile" in err and "nope" in err
 
 
 def test_verify_against_the_built_tables_and_live_catalog(project):
@@ -175,4 +220,23 @@ def test_sqlfluff_rule_flags_the_join_line_of_a_dbt_model(project):
     assert violations[0].line_no == 5  # the JOIN's line in the model source (config line included)
     assert "BUCKET_COUNT_MISMATCH" in violations[0].desc()
     good = linter.lint_path(str(project.root / "models" / "good_join.sql"))
+    assert [v for f in good.files for v in f.get_violations()] == []
+
+
+def test_sqlfluff_rule_under_the_dbt_templater(project):
+    """What dbt users run: sqlfluff-templater-dbt renders the model through
+    dbt (refs become schema-qualified relations), and SB01 still flags the JOIN line."""
+    from sqlfluff.core import FluffConfig, Linter
+
+    config = FluffConfig(
+        overrides={"dialect": "sparksql", "rules": "SB01", "templater": "dbt"},
+        configs={"templater": {"dbt": {"project_dir": str(project.root), "profiles_dir": str(project.root)}}},
+    )
+    linter = Linter(config=config)
+    bad = linter.lint_paths((str(project.root / "models" / "bad_join.sql"),))
+    violations = [v for f in bad.files for v in f.get_violations()]
+    assert [v.rule_code() for v in violations] == ["SB01"], [v.desc() for v in violations]
+    assert violations[0].line_no == 5
+    assert "BUCKET_COUNT_MISMATCH" in violations[0].desc()
+    good = linter.lint_paths((str(project.root / "models" / "good_join.sql"),))
     assert [v for f in good.files for v in f.get_violations()] == []

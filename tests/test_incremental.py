@@ -270,7 +270,8 @@ def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
 
     out = io.StringIO()
     with redirect_stdout(out):
-        assert cli.main(["partitions", table]) == 0
+        # No --thrift/--state-dir: the project's own dbt target.
+        assert cli.main(["partitions", table, "--project-dir", str(dbt_project.root)]) == 0
     text = out.getvalue()
     assert "catalog declares: unbucketed" in text
     assert "latest write:     16 buckets on (k), hive hash, sorted by (id)" in text
@@ -278,7 +279,7 @@ def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
 
     out = io.StringIO()
     with redirect_stdout(out):
-        assert cli.main(["partitions", table, "--format", "json"]) == 0
+        assert cli.main(["partitions", table, "--project-dir", str(dbt_project.root), "--format", "json"]) == 0
     data = json.loads(out.getvalue())
     assert data["declared"] is None and len(data["partitions"]) == 3
 

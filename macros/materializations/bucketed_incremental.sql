@@ -43,18 +43,22 @@
     {%- endif -%}
     {%- set touched = spark_bucketing.staged_partitions(rels.new, spec.partition_by) if staged and not whole else none -%}
     {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, rels.new if staged else new_sql, existing, whole, touched) -%}
+    {%- set obsolete = [] -%}
     {%- if whole -%}
       {#- Unpartitioned tables and spec rebuilds are rewritten whole, atomically. -#}
       {%- do spark_bucketing.replace_table(rels, spec, columns, content, existing, info) -%}
     {%- else -%}
       {%- set published = spark_bucketing.write_partitions(rels, info, meta, spec, columns, content, incr.partitions) -%}
       {%- do spark_bucketing.converge(rels, spec, published) -%}
+      {%- do obsolete.extend(published.obsolete) -%}
     {%- endif -%}
     {%- if staged -%}
-      {#- A rebuild has already deleted the old table's folder, and the staged rows with it. -#}
+      {#- After a rebuild the staged rows may be gone already, with the old table's folder. -#}
       {%- do adapter.drop_relation(rels.new) -%}
-      {%- do spark_bucketing.delete_location(stage_location, rels.scratch, may_be_missing=whole) -%}
+      {%- do obsolete.append(stage_location) -%}
     {%- endif -%}
+    {#- One batch: the replaced partition folders and the staged rows. -#}
+    {%- do spark_bucketing.delete_locations(obsolete, rels.scratch) -%}
   {%- endif -%}
 
   {%- set should_revoke = should_revoke(existing, full_refresh_mode=full_refresh) -%}

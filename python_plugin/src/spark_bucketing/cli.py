@@ -46,21 +46,18 @@ def cmd_files(args: argparse.Namespace) -> int:
     return 0 if all(n == 1 and b is not None for (_, b), n in counts.items()) else 1
 
 
-def connect(args: argparse.Namespace):
-    from spark_bucketing.metadata import SparkClient, ThriftClient
-
-    if args.thrift:
-        host, _, port = args.thrift.rpartition(":")
-        return ThriftClient(host or "127.0.0.1", int(port))
-    return SparkClient.local(args.state_dir)
-
-
 def cmd_partitions(args: argparse.Namespace) -> int:
     import json
 
+    from spark_bucketing.connection import TargetError, connect
     from spark_bucketing.metadata import read_table_metadata
 
-    meta = read_table_metadata(connect(args), args.table)
+    try:
+        client = connect(args)
+    except TargetError as exc:
+        print(f"spark-bucketing partitions: {exc}", file=sys.stderr)
+        return 2
+    meta = read_table_metadata(client, args.table)
     if args.format == "json":
         print(
             json.dumps(
@@ -112,6 +109,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from spark_bucketing.checker.engines import EngineSettings
     from spark_bucketing.checker.project import CheckError, format_text, run_check
+    from spark_bucketing.connection import TargetError, connect
 
     conf = {}
     for item in args.conf or []:
@@ -122,11 +120,21 @@ def cmd_check(args: argparse.Namespace) -> int:
     project_dir = Path(args.project_dir)
     if args.verify and args.thrift:
         print(
-            "spark-bucketing check: --verify plans queries in a local Spark session; use --state-dir, not --thrift",
+            "spark-bucketing check: --verify plans queries in a Spark session in this process; "
+            "use a dbt target with method: session, or --state-dir, not --thrift",
             file=sys.stderr,
         )
         return 2
-    client = connect(args) if args.catalog == "live" or args.verify else None
+    try:
+        client = connect(args) if args.catalog == "live" or args.verify else None
+        if args.verify and getattr(client, "spark", None) is None:
+            raise TargetError(
+                f"--verify plans queries in a Spark session in this process; the dbt target {client.target} "
+                "has none: use a target with method: session (--target), or --state-dir"
+            )
+    except TargetError as exc:
+        print(f"spark-bucketing check: {exc}", file=sys.stderr)
+        return 2
     try:
         report = run_check(
             project_dir,
@@ -143,7 +151,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(report.to_json(), indent=2) if args.format == "json" else format_text(report))
-    if args.fail_on == "shuffle" and report.shuffling_bucketed_joins():
+    fail_on = set(args.fail_on or [])
+    if ("shuffle" in fail_on and report.shuffling_bucketed_joins()) or ("unknown" in fail_on and report.unknowns()):
         return 1
     return 0
 
@@ -171,25 +180,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("partitions", help="a table's bucket spec per partition, as recorded by the materializations")
     p.add_argument("table", help="schema.table")
-    p.add_argument("--thrift", metavar="HOST:PORT", help="read through a Spark Thrift Server")
-    p.add_argument("--state-dir", default=".demo", help="else: the local metastore and warehouse to open")
+    p.add_argument("--project-dir", default=".", help="the dbt project whose target to read (the default Spark)")
+    p.add_argument("--profiles-dir", help="for the dbt target (default: dbt's own lookup)")
+    p.add_argument("--target", help="dbt target (default: the profile's)")
+    p.add_argument("--thrift", metavar="HOST:PORT", help="instead: read through this Spark Thrift Server")
+    p.add_argument("--state-dir", help="instead: open this local metastore and warehouse")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(func=cmd_partitions)
 
     p = sub.add_parser("check", help="which joins and aggregations of the compiled models shuffle, and why")
     p.add_argument("--project-dir", default=".")
     p.add_argument("--profiles-dir", help="for dbt compile (default: dbt's own lookup)")
-    p.add_argument("--target", help="dbt target for dbt compile")
+    p.add_argument("--target", help="dbt target for dbt compile, --catalog live and --verify")
     p.add_argument("--select", nargs="+", help="models by name, unique id or path (also passed to dbt compile)")
     p.add_argument("--engine", choices=["spark", "trino"], default="spark")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark session setting the model runs with")
     p.add_argument("--catalog", choices=["manifest", "live"], default="manifest")
     p.add_argument("--format", choices=["text", "json"], default="text")
-    p.add_argument("--fail-on", choices=["shuffle"], help="exit 1 when a join between bucketed relations shuffles")
+    p.add_argument(
+        "--fail-on",
+        nargs="+",
+        choices=["shuffle", "unknown"],
+        help="exit 1 when a join between bucketed relations shuffles, and/or when a verdict is unknown",
+    )
     p.add_argument("--verify", action="store_true", help="also check each verdict against Spark's physical plan")
     p.add_argument("--no-compile", action="store_true", help="reuse target/manifest.json instead of dbt compile")
-    p.add_argument("--thrift", metavar="HOST:PORT", help="Spark for --catalog live / --verify: a Thrift Server")
-    p.add_argument("--state-dir", default=".demo", help="... or this local metastore and warehouse")
+    p.add_argument(
+        "--thrift", metavar="HOST:PORT", help="Spark for --catalog live (default: the dbt target): a Thrift Server"
+    )
+    p.add_argument("--state-dir", help="... or this local metastore and warehouse")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("demo", help="build the demo pipeline and report its layout")

@@ -123,8 +123,12 @@ class Analyzer:
     def table_output(self, table: exp.Table, scope: Scope) -> Output:
         name = ".".join(p for p in (table.args.get("db") and table.db, table.name) if p)
         info = self.catalog.get(name)
-        if info is None:
-            return Output(normalize_name(name), None, {}, {}, {}, [E.UNKNOWN_RELATION], False, unknown=True)
+        if info is None or info.unknown:
+            reason = info.unknown if info else E.UNKNOWN_RELATION
+            types = dict(info.columns) if info else {}
+            return Output(
+                normalize_name(name), None, types, {c: (info.name, c) for c in types}, {}, [reason], False, unknown=True
+            )
         types = dict(info.columns)
         base = {c: (info.name, c) for c in types}
         spec = info.bucket
@@ -427,8 +431,9 @@ class Analyzer:
             if not part.bucketed:
                 reasons.append(E.JOIN_OUTPUT)
         if desc["unknown"]:
-            reasons.append(E.UNKNOWN_RELATION if E.UNKNOWN_RELATION in desc["notes"] else E.UNKNOWN_COLUMN)
-        return reasons
+            known = [n for n in (E.UNKNOWN_RELATION, E.UNKNOWN_BUCKETING) if n in desc["notes"]]
+            reasons += known or [E.UNKNOWN_COLUMN]
+        return list(dict.fromkeys(reasons))
 
     # ---- GROUP BY / DISTINCT / window --------------------------------------
 
@@ -680,6 +685,8 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 "the older partitions (or drop them) so the table converges",
                 E.UNKNOWN_RELATION: f"{rel} is not in the catalog: build it, add it to the project, "
                 "or use --catalog live",
+                E.UNKNOWN_BUCKETING: f"nothing states how {rel} is bucketed: declare it in the source's "
+                "meta.spark_bucketing, or use --catalog live",
             }.get(r)
             if text and text not in out:
                 out.append(text)

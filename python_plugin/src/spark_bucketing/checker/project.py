@@ -48,7 +48,15 @@ class Report:
         return out
 
     def shuffling_bucketed_joins(self) -> list[tuple[ModelReport, Finding]]:
-        return [(m, f) for m in self.models for f in m.findings if f.between_bucketed and not f.shuffle_free]
+        return [
+            (m, f)
+            for m in self.models
+            for f in m.findings
+            if f.between_bucketed and not f.unknown and not f.shuffle_free
+        ]
+
+    def unknowns(self) -> list[tuple[ModelReport, Finding]]:
+        return [(m, f) for m in self.models for f in m.findings if f.unknown]
 
 
 def compile_project(project_dir: Path, profiles_dir: Path | None, select: list[str], target: str | None) -> None:
@@ -123,13 +131,12 @@ def run_check(
     models = selected_models(manifest, select)
     if catalog_mode == "live":
         if client is None:
-            raise CheckError("--catalog live needs a Spark connection (--thrift HOST:PORT or --state-dir)")
+            raise CheckError(
+                "--catalog live needs a Spark connection (the dbt target, --thrift HOST:PORT or --state-dir)"
+            )
         live = Catalog(dict(catalog.relations))
         for name in sorted({r for m in models for r in referenced_relations(m.get("compiled_code") or "")}):
-            try:
-                live.add(relation_from_live(client, name))
-            except Exception:  # not in the live catalog: keep what the manifest says, if anything
-                continue
+            live.add(relation_from_live(client, name))
         catalog = live
     reports = []
     for node in models:

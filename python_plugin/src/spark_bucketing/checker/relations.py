@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spark_bucketing.checker.engines import UNKNOWN_BUCKETING, UNKNOWN_RELATION
 from spark_bucketing.metadata import BucketSpec, PartitionRecord, SqlClient, read_table_metadata
 
 
@@ -28,6 +29,9 @@ class RelationInfo:
     latest: BucketSpec | None = None  # the spec of the latest write (bucketed_incremental)
     source: str = "manifest"
     complete: bool = False  # every column is known (catalog.json or live), not just those schema.yml lists
+    # Set when nothing states the relation's bucketing (a reason code): the
+    # checker then answers unknown, never "not bucketed".
+    unknown: str | None = None
 
     @property
     def evolving(self) -> bool:
@@ -114,16 +118,28 @@ def catalog_from_manifest(project_dir: Path, target_dir: str = "target") -> Cata
         meta_spec = (node.get("meta") or config.get("meta") or {}).get("spark_bucketing")
         bucket = BucketSpec.from_record(meta_spec) if meta_spec else spec_from_config(config)
         partition_by = [p.lower() for p in _as_list(config.get("partition_by"))]
+        # A model's config says how it is built; a source's bucketing is known only from its meta.
+        unstated = node.get("resource_type") == "source" and not meta_spec
         catalog.add(
             RelationInfo(
-                normalize_name(relation), columns, bucket, partition_by, source="manifest", complete=bool(documented)
+                normalize_name(relation),
+                columns,
+                bucket,
+                partition_by,
+                source="manifest",
+                complete=bool(documented),
+                unknown=UNKNOWN_BUCKETING if unstated else None,
             )
         )
     return catalog
 
 
 def relation_from_live(client: SqlClient, name: str) -> RelationInfo:
-    meta = read_table_metadata(client, name)
+    """The relation as the live catalog has it; one it cannot read is unknown."""
+    try:
+        meta = read_table_metadata(client, name)
+    except Exception:
+        return RelationInfo(normalize_name(name), source="live", unknown=UNKNOWN_RELATION)
     columns = {c.lower(): t for c, t in meta.columns.items()}
     return RelationInfo(
         normalize_name(name),

@@ -1,0 +1,124 @@
+"""What users install: a fresh virtualenv that holds only dbt-core and
+dbt-spark (session extra), then `pip install <repo>/python_plugin[dbt-templater]`
+as the README says. In a scratch dbt project whose profile points at its own
+metastore, run from another folder: `dbt run`, `spark-bucketing check
+--catalog live --verify` (no --state-dir: the dbt target), `partitions`, and
+rule SB01 under the dbt templater."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TABLE = "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 400)"
+
+
+def _run(cmd: list[str], cwd: Path, ok_codes=(0,)) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode in ok_codes, (
+        f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    return proc
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("venv") / "v"
+    _run([sys._base_executable, "-m", "venv", str(root)], cwd=root.parent)
+    pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    _run([*pip, f"dbt-core=={version('dbt-core')}", f"dbt-spark[session]=={version('dbt-spark')}"], cwd=root.parent)
+    before = _run([str(root / "bin" / "python"), "-m", "pip", "freeze"], cwd=root.parent).stdout
+    assert "sqlglot" not in before and "sqlfluff" not in before  # nothing of ours came with dbt
+    _run([*pip, f"{REPO_ROOT / 'python_plugin'}[dbt-templater]"], cwd=root.parent)
+    return root
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("scratch") / "proj"
+    state = root / "state"
+    (root / "models").mkdir(parents=True)
+    (root / "dbt_project.yml").write_text(
+        yaml.safe_dump({"name": "scratch", "version": "1.0.0", "config-version": 2, "profile": "scratch"})
+    )
+    (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(REPO_ROOT)}]}))
+    conf = {
+        "spark.master": "local[2]",
+        "spark.ui.enabled": "false",
+        "spark.sql.warehouse.dir": str(state / "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={state / 'metastore_db'};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}"
+        f" -Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'}",
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+    }
+    output = {
+        "type": "spark",
+        "method": "session",
+        "host": "localhost",
+        "schema": "scratch",
+        "server_side_parameters": conf,
+    }
+    (root / "profiles.yml").write_text(yaml.safe_dump({"scratch": {"target": "local", "outputs": {"local": output}}}))
+    (root / ".sqlfluff").write_text(
+        "[sqlfluff]\ndialect = sparksql\ntemplater = dbt\nrules = SB01\n\n"
+        "[sqlfluff:templater:dbt]\nproject_dir = .\nprofiles_dir = .\n"
+    )
+    for name, buckets in (("fact", 8), ("dim", 8), ("dim16", 16)):
+        config = f"materialized='bucketed_table', clustered_by=['k'], buckets={buckets}, bucket_hash='spark'"
+        (root / "models" / f"{name}.sql").write_text("{{ config(" + config + ") }}\n" + TABLE + "\n")
+    join = (
+        "{{ config(materialized='view') }}\n"
+        "select f.k, d.v\nfrom {{ ref('fact') }} f\njoin {{ ref('DIM') }} d on f.k = d.k\n"
+    )
+    (root / "models" / "good_join.sql").write_text(join.replace("DIM", "dim"))
+    (root / "models" / "bad_join.sql").write_text(join.replace("DIM", "dim16"))
+    return root
+
+
+def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_path):
+    bin_ = venv / "bin"
+    elsewhere = tmp_path  # not the project: nothing may fall back to ./.demo
+    project = ["--project-dir", str(scratch), "--profiles-dir", str(scratch)]
+    _run([str(bin_ / "dbt"), "deps", *project], cwd=scratch)
+    _run([str(bin_ / "dbt"), "run", *project], cwd=scratch)
+
+    assert "check" in _run([str(bin_ / "spark-bucketing"), "--help"], cwd=elsewhere).stdout
+
+    out = _run(
+        [str(bin_ / "spark-bucketing"), "check", "--project-dir", str(scratch), "--catalog", "live", "--verify"]
+        + ["--format", "json", "--select", "good_join", "bad_join"],
+        cwd=elsewhere,
+    ).stdout
+    findings = {m["model"]: m["findings"] for m in json.loads(out[out.index("{") :])["models"]}
+    (good,) = findings["model.scratch.good_join"]
+    (bad,) = findings["model.scratch.bad_join"]
+    assert good["shuffle_free"] is True and good["verified"] is True, good
+    assert bad["shuffle_free"] is False and bad["verified"] is True, bad
+    assert bad["sides"][0]["reasons"] == ["BUCKET_COUNT_MISMATCH"]
+    assert not (elsewhere / ".demo").exists()
+
+    out = _run(
+        [str(bin_ / "spark-bucketing"), "partitions", "scratch.fact", "--project-dir", str(scratch)], cwd=elsewhere
+    )
+    assert "catalog declares: 8 buckets on (k), spark hash" in out.stdout, out.stdout
+
+    lint = _run(
+        [str(bin_ / "sqlfluff"), "lint", "--format", "json", "models/bad_join.sql", "models/good_join.sql"],
+        cwd=scratch,
+        ok_codes=(1,),
+    )
+    by_file = {Path(f["filepath"]).name: f["violations"] for f in json.loads(lint.stdout)}
+    assert by_file["good_join.sql"] == []
+    (violation,) = by_file["bad_join.sql"]
+    assert violation["code"] == "SB01" and violation["start_line_no"] == 4  # the JOIN's line
+    assert "BUCKET_COUNT_MISMATCH" in violation["description"]

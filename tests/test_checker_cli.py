@@ -223,20 +223,30 @@ def test_sqlfluff_rule_flags_the_join_line_of_a_dbt_model(project):
     assert [v for f in good.files for v in f.get_violations()] == []
 
 
-def test_sqlfluff_rule_under_the_dbt_templater(project):
+def test_sqlfluff_rule_under_the_dbt_templater(project, monkeypatch):
     """What dbt users run: sqlfluff-templater-dbt renders the model through
-    dbt (refs become schema-qualified relations), and SB01 still flags the JOIN line."""
+    dbt (refs become schema-qualified relations), and SB01 still flags the
+    JOIN line. The templater's settings live in the project's .sqlfluff, as
+    users keep them (sqlfluff reads per-file config from files)."""
     from sqlfluff.core import FluffConfig, Linter
+    from sqlfluff.core.config.loader import load_config_at_path
 
-    config = FluffConfig(
-        overrides={"dialect": "sparksql", "rules": "SB01", "templater": "dbt"},
-        configs={"templater": {"dbt": {"project_dir": str(project.root), "profiles_dir": str(project.root)}}},
+    (project.root / ".sqlfluff").write_text(
+        "[sqlfluff]\ndialect = sparksql\ntemplater = dbt\nrules = SB01\n\n"
+        "[sqlfluff:templater:dbt]\nproject_dir = .\nprofiles_dir = .\n"
     )
-    linter = Linter(config=config)
-    bad = linter.lint_paths((str(project.root / "models" / "bad_join.sql"),))
-    violations = [v for f in bad.files for v in f.get_violations()]
-    assert [v.rule_code() for v in violations] == ["SB01"], [v.desc() for v in violations]
-    assert violations[0].line_no == 5
-    assert "BUCKET_COUNT_MISMATCH" in violations[0].desc()
-    good = linter.lint_paths((str(project.root / "models" / "good_join.sql"),))
-    assert [v for f in good.files for v in f.get_violations()] == []
+    monkeypatch.chdir(project.root)  # sqlfluff reads .sqlfluff files from here down to each file
+    # ...and caches each folder's, which the jinja test above already read (without this file).
+    load_config_at_path.cache_clear()
+    try:
+        linter = Linter(config=FluffConfig.from_root())
+        bad = linter.lint_paths(("models/bad_join.sql",))
+        violations = bad.get_violations()
+        assert [v.rule_code() for v in violations] == ["SB01"], [v.desc() for v in violations]
+        assert violations[0].line_no == 5
+        assert "BUCKET_COUNT_MISMATCH" in violations[0].desc()
+        good = linter.lint_paths(("models/good_join.sql",))
+        assert good.get_violations() == []
+    finally:
+        (project.root / ".sqlfluff").unlink()
+        load_config_at_path.cache_clear()

@@ -95,7 +95,7 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     assert "check" in _run([str(bin_ / "spark-bucketing"), "--help"], cwd=elsewhere).stdout
 
     out = _run(
-        [str(bin_ / "spark-bucketing"), "check", "--project-dir", str(scratch), "--catalog", "live", "--verify"]
+        [str(bin_ / "spark-bucketing"), "check", *project, "--catalog", "live", "--verify"]
         + ["--format", "json", "--select", "good_join", "bad_join"],
         cwd=elsewhere,
     ).stdout
@@ -107,9 +107,7 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     assert bad["sides"][0]["reasons"] == ["BUCKET_COUNT_MISMATCH"]
     assert not (elsewhere / ".demo").exists()
 
-    out = _run(
-        [str(bin_ / "spark-bucketing"), "partitions", "scratch.fact", "--project-dir", str(scratch)], cwd=elsewhere
-    )
+    out = _run([str(bin_ / "spark-bucketing"), "partitions", "scratch.fact", *project], cwd=elsewhere)
     assert "catalog declares: 8 buckets on (k), spark hash" in out.stdout, out.stdout
 
     lint = _run(

@@ -46,6 +46,11 @@ def cmd_files(args: argparse.Namespace) -> int:
     return 0 if all(n == 1 and b is not None for (_, b), n in counts.items()) else 1
 
 
+def _close(client) -> None:
+    if hasattr(client, "close"):
+        client.close()
+
+
 def cmd_partitions(args: argparse.Namespace) -> int:
     import json
 
@@ -57,7 +62,10 @@ def cmd_partitions(args: argparse.Namespace) -> int:
     except TargetError as exc:
         print(f"spark-bucketing partitions: {exc}", file=sys.stderr)
         return 2
-    meta = read_table_metadata(client, args.table)
+    try:
+        meta = read_table_metadata(client, args.table)
+    finally:
+        _close(client)
     if args.format == "json":
         print(
             json.dumps(
@@ -108,7 +116,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     import json
 
     from spark_bucketing.checker.engines import EngineSettings
-    from spark_bucketing.checker.project import CheckError, format_text, run_check
+    from spark_bucketing.checker.project import CheckError, compile_project, format_text, run_check
     from spark_bucketing.connection import TargetError, connect
 
     conf = {}
@@ -118,6 +126,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             raise SystemExit(f"spark-bucketing: --conf takes key=value, got {item!r}")
         conf[key.strip()] = value.strip()
     project_dir = Path(args.project_dir)
+    profiles_dir = Path(args.profiles_dir) if args.profiles_dir else None
     if args.verify and args.thrift:
         print(
             "spark-bucketing check: --verify plans queries in a Spark session in this process; "
@@ -126,13 +135,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
         return 2
     try:
+        if not args.no_compile:
+            # Before connecting: dbt's own invocation resets its adapters, connections included.
+            compile_project(project_dir, profiles_dir, args.select or [], args.target)
         client = connect(args) if args.catalog == "live" or args.verify else None
         if args.verify and getattr(client, "spark", None) is None:
             raise TargetError(
                 f"--verify plans queries in a Spark session in this process; the dbt target {client.target} "
                 "has none: use a target with method: session (--target), or --state-dir"
             )
-    except TargetError as exc:
+    except (TargetError, CheckError) as exc:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
         return 2
     try:
@@ -142,14 +154,14 @@ def cmd_check(args: argparse.Namespace) -> int:
             settings=EngineSettings(args.engine, conf),
             catalog_mode=args.catalog,
             client=client,
-            compile=not args.no_compile,
-            profiles_dir=Path(args.profiles_dir) if args.profiles_dir else None,
-            target=args.target,
+            compile=False,
             verify_with=client.spark if args.verify else None,
         )
     except (CheckError, FileNotFoundError) as exc:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
         return 2
+    finally:
+        _close(client)
     print(json.dumps(report.to_json(), indent=2) if args.format == "json" else format_text(report))
     fail_on = set(args.fail_on or [])
     if ("shuffle" in fail_on and report.shuffling_bucketed_joins()) or ("unknown" in fail_on and report.unknowns()):

@@ -27,12 +27,13 @@ class DbtTargetClient:
             )
         try:
             from dbt.adapters.factory import get_adapter, register_adapter
+            from dbt.cli.resolvers import default_profiles_dir
             from dbt.config.runtime import RuntimeConfig
             from dbt.flags import set_from_args
             from dbt.mp_context import get_mp_context
         except ImportError as exc:  # pragma: no cover - dbt-core is a declared dependency
             raise TargetError(f"dbt-core is not importable ({exc}); install dbt-spark in this environment") from exc
-        profiles = profiles_dir or Path(os.environ.get("DBT_PROFILES_DIR") or _default_profiles_dir(project_dir))
+        profiles = profiles_dir or Path(os.environ.get("DBT_PROFILES_DIR") or default_profiles_dir())
         args = Namespace(
             project_dir=str(project_dir),
             profiles_dir=str(Path(profiles).resolve()),
@@ -65,11 +66,6 @@ class DbtTargetClient:
 
     def close(self) -> None:
         self._conn.__exit__(None, None, None)
-
-
-def _default_profiles_dir(project_dir: Path) -> Path:
-    # dbt's own lookup: profiles.yml in the project, else ~/.dbt.
-    return project_dir if (project_dir / "profiles.yml").exists() else Path.home() / ".dbt"
 
 
 def _session():

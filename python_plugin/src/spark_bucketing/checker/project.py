@@ -3,7 +3,9 @@ models, build the catalog, and judge every model's compiled query."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +71,10 @@ def compile_project(project_dir: Path, profiles_dir: Path | None, select: list[s
         args += ["--target", target]
     if select:
         args += ["--select", *select]
-    result = dbtRunner().invoke(args)
+    # `dbt compile --select` prints the compiled SQL even with --quiet; the
+    # report (maybe JSON) owns stdout.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = dbtRunner().invoke(args)
     if not result.success:
         raise CheckError(f"`dbt {' '.join(args)}` failed: {result.exception or 'see the messages above'}")
 

@@ -138,8 +138,13 @@ def relation_from_live(client: SqlClient, name: str) -> RelationInfo:
     """The relation as the live catalog has it; one it cannot read is unknown."""
     try:
         meta = read_table_metadata(client, name)
-    except Exception:
-        return RelationInfo(normalize_name(name), source="live", unknown=UNKNOWN_RELATION)
+    except Exception as exc:
+        # Only "no such table" makes a relation unknown; any other failure
+        # (connection, permissions) is the user's to see.
+        if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "not found" in str(exc).lower():
+            return RelationInfo(normalize_name(name), source="live", unknown=UNKNOWN_RELATION)
+        raise
+
     columns = {c.lower(): t for c, t in meta.columns.items()}
     return RelationInfo(
         normalize_name(name),

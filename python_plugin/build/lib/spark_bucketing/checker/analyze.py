@@ -1,0 +1,741 @@
+"""Static analysis of a compiled query: every join, GROUP BY, DISTINCT and
+window PARTITION BY, resolved through CTEs, subqueries, aliases and USING to
+base relations, and judged by an engine model (engines.py).
+
+The model tracks, per query block, the partitioning its output keeps: the
+bucket columns of a bucketed scan while they pass through untouched, or the
+keys of the last shuffle. A side needs no shuffle when that partitioning
+already satisfies what the join or aggregation requires.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import Scope, build_scope
+
+from spark_bucketing.checker import engines as E
+from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.relations import Catalog, RelationInfo, normalize_name
+from spark_bucketing.metadata import BucketSpec, PartitionRecord
+
+ColId = tuple[str, str]  # (source alias, column) inside one query block
+
+
+@dataclass
+class Side:
+    relation: str | None
+    keys: list[str]
+    bucketed: bool
+    shuffle: bool
+    reasons: list[str] = field(default_factory=list)
+    local_keys: list[str] = field(default_factory=list)  # key names as the query block sees them
+
+    def to_json(self) -> dict:
+        return {
+            "relation": self.relation,
+            "keys": self.keys,
+            "bucketed": self.bucketed,
+            "shuffle": self.shuffle,
+            "reasons": self.reasons,
+        }
+
+
+@dataclass
+class Finding:
+    kind: str  # join | aggregate | window | distinct | query
+    line: int
+    sides: list[Side]
+    suggestions: list[str] = field(default_factory=list)
+    join_type: str | None = None
+    unknown: bool = False
+
+    @property
+    def shuffle_free(self) -> bool:
+        return not self.unknown and not any(s.shuffle for s in self.sides)
+
+    @property
+    def between_bucketed(self) -> bool:
+        return self.kind == "join" and len(self.sides) == 2 and all(s.bucketed for s in self.sides)
+
+    def to_json(self) -> dict:
+        out = {
+            "kind": self.kind,
+            "line": self.line,
+            "shuffle_free": self.shuffle_free,
+            "sides": [s.to_json() for s in self.sides],
+            "suggestions": self.suggestions,
+        }
+        if self.unknown:
+            out["unknown"] = True
+        return out
+
+
+@dataclass
+class Part:
+    """Output partitioning: `options` are equivalent key lists (a join output
+    is partitioned by either side's keys); `bucketed` when it comes from a
+    bucketed scan rather than a shuffle."""
+
+    options: list[tuple]
+    num: int
+    bucketed: bool
+    spec: BucketSpec | None = None
+
+
+@dataclass
+class Output:
+    """What a FROM item gives the block that reads it, by output column."""
+
+    relation: str | None
+    part: Part | None
+    types: dict[str, str | None]
+    base: dict[str, tuple[str | None, str]]  # column -> (base relation, base column)
+    notes: dict[str, list[str]]  # column -> why it is not a plain pass-through column
+    reasons: list[str]  # why the item has no usable bucketed partitioning
+    bucketed: bool
+    unknown: bool = False
+
+
+def _line(node: exp.Expression | None, default: int = 1) -> int:
+    if node is None:
+        return default
+    for n in node.walk():
+        line = n.meta.get("line") if hasattr(n, "meta") else None
+        if line:
+            return int(line)
+    return default
+
+
+class Analyzer:
+    def __init__(self, catalog: Catalog, settings: EngineSettings):
+        self.catalog = catalog
+        self.settings = settings
+        self.findings: list[Finding] = []
+        self._outputs: dict[int, Output] = {}
+
+    # ---- FROM items -------------------------------------------------------
+
+    def table_output(self, table: exp.Table, scope: Scope) -> Output:
+        name = ".".join(p for p in (table.args.get("db") and table.db, table.name) if p)
+        info = self.catalog.get(name)
+        if info is None or info.unknown:
+            reason = info.unknown if info else E.UNKNOWN_RELATION
+            types = dict(info.columns) if info else {}
+            return Output(
+                normalize_name(name), None, types, {c: (info.name, c) for c in types}, {}, [reason], False, unknown=True
+            )
+        types = dict(info.columns)
+        base = {c: (info.name, c) for c in types}
+        spec = info.bucket
+        key_types = [types.get(c.lower()) for c in spec.clustered_by] if spec else []
+        ok, reasons = E.usable_spec(spec, key_types, self.settings)
+        reasons = list(reasons) + self._evolution_reasons(info, table, scope)
+        part = None
+        if ok:
+            alias = table.alias_or_name
+            part = Part([tuple((alias, c.lower()) for c in spec.clustered_by)], spec.buckets, True, spec)
+        return Output(info.name, part, types, base, {}, reasons, ok)
+
+    def _evolution_reasons(self, info: RelationInfo, table: exp.Table, scope: Scope) -> list[str]:
+        if not info.evolving:
+            return []
+        read = partitions_read(info, table.alias_or_name, scope.expression)
+        specs = {p.spec.key() for p in read}
+        return [E.MIXED_PARTITION_SPECS] if len(specs) > 1 else [E.EVOLVING_TABLE]
+
+    def scope_output(self, scope: Scope) -> Output:
+        key = id(scope.expression)
+        if key not in self._outputs:
+            self._outputs[key] = self._compute_output(scope)
+        return self._outputs[key]
+
+    def _compute_output(self, scope: Scope) -> Output:
+        node = scope.expression
+        if isinstance(node, exp.SetOperation):
+            branches = [self.scope_output(s) for s in scope.set_operation_scopes]
+            first = branches[0] if branches else None
+            types = dict(first.types) if first else {}
+            notes = {c: [E.UNION] for c in types}
+            base = {c: (None, c) for c in types}
+            part = None
+            if isinstance(node, exp.Union) and node.args.get("distinct"):
+                # UNION (DISTINCT) is an aggregation on every column: a shuffle by all of them.
+                cols = list(types)
+                self.findings.append(
+                    Finding(
+                        "distinct",
+                        _line(node),
+                        [Side(None, cols, False, True, [E.UNION], cols)],
+                        ["a UNION loses bucketing: use UNION ALL where duplicates cannot occur"],
+                    )
+                )
+                part = Part([tuple(cols)], self.settings.shuffle_partitions, False)
+            return Output(None, part, types, base, notes, [E.UNION], False, unknown=any(b.unknown for b in branches))
+        if not isinstance(node, exp.Select):
+            return Output(None, None, {}, {}, {}, [E.NOT_BUCKETED], False)
+        return self.select_output(scope, node)
+
+    # ---- a SELECT block ---------------------------------------------------
+
+    def source_outputs(self, scope: Scope) -> dict[str, Output]:
+        out = {}
+        for alias, (_node, source) in scope.selected_sources.items():
+            if isinstance(source, Scope):
+                out[alias] = self.scope_output(source)
+            elif isinstance(source, exp.Table):
+                out[alias] = self.table_output(source, scope)
+        return out
+
+    def select_output(self, scope: Scope, select: exp.Select) -> Output:
+        sources = self.source_outputs(scope)
+        from_expr = select.args.get("from_") or select.args.get("from")
+        if from_expr is None:
+            return Output(None, None, {}, {}, {}, [E.NOT_BUCKETED], False)
+        first_alias = from_expr.this.alias_or_name
+        acc_aliases = [first_alias]
+        first = sources.get(first_alias)
+        part = _prefix(first.part, first_alias) if first else None
+        unknown = bool(first and first.unknown)
+        for join in select.args.get("joins") or []:
+            right_alias = join.this.alias_or_name
+            right = sources.get(right_alias)
+            part, unk = self.judge_join(join, acc_aliases, right_alias, part, sources)
+            unknown = unknown or unk or bool(right and right.unknown)
+            acc_aliases.append(right_alias)
+
+        group = select.args.get("group")
+        if group is not None and group.expressions:
+            part = self.judge_grouping("aggregate", group, group.expressions, part, sources, select)
+        elif select.args.get("distinct"):
+            part = self.judge_grouping(
+                "distinct", select, [p.unalias() for p in select.expressions], part, sources, select
+            )
+        for window in select.find_all(exp.Window):
+            if window.args.get("partition_by") and _in_block(window, select):
+                self.judge_grouping(
+                    "window", window, window.args["partition_by"], part, sources, select, changes_partitioning=False
+                )
+
+        return self.project(select, sources, part, single=len(acc_aliases) == 1, unknown=unknown)
+
+    def project(
+        self, select: exp.Select, sources: dict[str, Output], part: Part | None, single: bool, unknown: bool
+    ) -> Output:
+        types: dict[str, str | None] = {}
+        base: dict[str, tuple[str | None, str]] = {}
+        notes: dict[str, list[str]] = {}
+        rename: dict[ColId, str] = {}
+        grouped = select.args.get("group") is not None
+        only = next(iter(sources)) if len(sources) == 1 else None
+        for proj in select.expressions:
+            name = proj.alias_or_name.lower()
+            inner = proj.unalias()
+            if isinstance(inner, exp.Column) and (inner.table or only):
+                cid = (inner.table or only, inner.name.lower())
+                src = sources.get(inner.table)
+                types[name] = src.types.get(cid[1]) if src else None
+                base[name] = src.base.get(cid[1], (None, cid[1])) if src else (None, cid[1])
+                if src and cid[1] in src.notes:
+                    notes[name] = src.notes[cid[1]]
+                rename.setdefault(cid, name)
+            else:
+                col = inner.find(exp.Column)
+                src = sources.get(col.table or only) if col is not None else None
+                if col is not None:
+                    base[name] = src.base.get(col.name.lower(), (None, col.name)) if src else (None, col.name)
+                if inner.find(exp.AggFunc) is not None or grouped:
+                    notes[name] = [E.AGGREGATE]
+                elif isinstance(inner, exp.Cast):
+                    notes[name] = [E.KEY_CAST]
+                else:
+                    notes[name] = [E.KEY_EXPRESSION]
+                types[name] = inner.to.sql("spark").lower() if isinstance(inner, exp.Cast) else None
+        out_part = None
+        reasons: list[str] = []
+        if part is not None:
+            options = [tuple(rename[c] for c in opt) for opt in part.options if all(c in rename for c in opt)]
+            if options:
+                out_part = Part(options, part.num, part.bucketed, part.spec)
+        relation = None
+        if single and len(sources) == 1:
+            only = next(iter(sources.values()))
+            relation = only.relation
+            reasons = list(only.reasons)
+        if out_part is None and not reasons:
+            reasons = [E.NOT_BUCKETED]
+        return Output(
+            relation, out_part, types, base, notes, reasons, bool(out_part and out_part.bucketed), unknown=unknown
+        )
+
+    # ---- joins --------------------------------------------------------------
+
+    def judge_join(
+        self,
+        join: exp.Join,
+        left_aliases: list[str],
+        right_alias: str,
+        left_part: Part | None,
+        sources: dict[str, Output],
+    ) -> tuple[Part | None, bool]:
+        right = sources.get(right_alias)
+        pairs = equi_pairs(join.args.get("on"), set(left_aliases), right_alias)
+        kind = (join.args.get("side") or join.args.get("kind") or "inner").lower()
+        line = _line(join)
+        if right is None or not pairs:
+            return None, False  # a cross join or a non-equi join: not a shuffle question
+        l_keys, r_keys = [lk for lk, _ in pairs], [rk for _, rk in pairs]
+        left_desc = self.side_description(left_aliases, l_keys, sources)
+        right_desc = self.side_description([right_alias], r_keys, sources)
+        right_part = _prefix(right.part, right_alias)
+
+        # Keys that are not plain columns on a side cannot match its partitioning.
+        l_plain = all(isinstance(k, tuple) for k in l_keys)
+        r_plain = all(isinstance(k, tuple) for k in r_keys)
+        l_type_ok, r_type_ok = True, True
+        if l_plain and r_plain:
+            for lk, rk in zip(l_keys, r_keys, strict=True):
+                lt, rt = _type_of(lk, sources), _type_of(rk, sources)
+                if lt and rt and _norm_type(lt) != _norm_type(rt):
+                    wider = _wider(lt, rt)
+                    if wider != "left":
+                        l_type_ok = False
+                    if wider != "right":
+                        r_type_ok = False
+        unknown = left_desc["unknown"] or right_desc["unknown"]
+
+        lpos = satisfies(left_part, l_keys, self.settings.require_all_cluster_keys) if l_plain and l_type_ok else None
+        rpos = satisfies(right_part, r_keys, self.settings.require_all_cluster_keys) if r_plain and r_type_ok else None
+        l_shuffle = r_shuffle = True
+        num = self.settings.shuffle_partitions
+        extra_l: list[str] = []
+        extra_r: list[str] = []
+        if lpos is not None and rpos is not None:
+            if lpos == rpos and E.counts_compatible(
+                left_part.num, right_part.num, left_part.bucketed and right_part.bucketed, self.settings
+            ):
+                l_shuffle = r_shuffle = False
+                num = min(left_part.num, right_part.num)
+            elif lpos != rpos:
+                keep_left = left_part.num >= right_part.num
+                l_shuffle, r_shuffle = not keep_left, keep_left
+                (extra_r if keep_left else extra_l).append(E.KEY_POSITIONS)
+                num = max(left_part.num, right_part.num)
+            else:
+                keep_left = left_part.num >= right_part.num
+                l_shuffle, r_shuffle = not keep_left, keep_left
+                (extra_r if keep_left else extra_l).append(E.BUCKET_COUNT_MISMATCH)
+                num = max(left_part.num, right_part.num)
+        elif lpos is not None:
+            l_shuffle, num = False, left_part.num
+        elif rpos is not None:
+            r_shuffle, num = False, right_part.num
+
+        left_reasons = [] if not l_shuffle else self.why(left_part, l_keys, l_plain, l_type_ok, left_desc) + extra_l
+        right_reasons = [] if not r_shuffle else self.why(right_part, r_keys, r_plain, r_type_ok, right_desc) + extra_r
+        sides = [
+            Side(
+                left_desc["relation"],
+                left_desc["keys"],
+                bool(left_part and left_part.bucketed),
+                l_shuffle,
+                _dedupe(left_reasons),
+                left_desc["local"],
+            ),
+            Side(
+                right_desc["relation"],
+                right_desc["keys"],
+                bool(right_part and right_part.bucketed),
+                r_shuffle,
+                _dedupe(right_reasons),
+                right_desc["local"],
+            ),
+        ]
+        finding = Finding("join", line, sides, join_type=kind, unknown=unknown)
+        finding.suggestions = suggestions(finding, self.settings, left_part, right_part)
+        self.findings.append(finding)
+
+        # The join's output partitioning.
+        l_out = Part([tuple(l_keys)], num, False) if l_shuffle else left_part
+        r_out = Part([tuple(r_keys)], num, False) if r_shuffle else right_part
+        if not (l_plain and r_plain):
+            return None, unknown
+        if kind in ("left",):
+            return l_out, unknown
+        if kind in ("right",):
+            return r_out, unknown
+        if kind in ("full",):
+            return None, unknown
+        options = (l_out.options if l_out else []) + (r_out.options if r_out else [])
+        bucketed = bool(l_out and l_out.bucketed) and not l_shuffle and not r_shuffle
+        return Part(options, num, bucketed), unknown
+
+    def side_description(self, aliases: list[str], keys: list, sources: dict[str, Output]) -> dict:
+        names, relations, notes, unknown = [], set(), [], False
+        for k in keys:
+            if isinstance(k, tuple):
+                src = sources.get(k[0])
+                rel, col = src.base.get(k[1], (src.relation, k[1])) if src else (None, k[1])
+                if src is not None:
+                    if rel is None:
+                        rel = src.relation
+                    notes += src.notes.get(k[1], [])
+                    unknown = unknown or src.unknown
+                    if k[1] not in src.types and src.types and not src.unknown:
+                        notes.append(E.UNKNOWN_COLUMN)
+                        unknown = True
+                relations.add(rel)
+                names.append(col)
+            else:
+                names.append(k.sql("spark"))
+                notes.append(E.KEY_CAST if isinstance(k, exp.Cast) else E.KEY_EXPRESSION)
+                for c in k.find_all(exp.Column):
+                    src = sources.get(c.table)
+                    if src is not None:
+                        relations.add(src.base.get(c.name.lower(), (src.relation, c.name))[0] or src.relation)
+                        unknown = unknown or src.unknown
+        if len(aliases) == 1:
+            src = sources.get(aliases[0])
+            if src is not None:
+                notes = list(src.reasons) + notes
+                unknown = unknown or src.unknown
+        relation = relations.pop() if len(relations) == 1 else None
+        local = [
+            k[1] if isinstance(k, tuple) else ",".join(sorted({c.name.lower() for c in k.find_all(exp.Column)}))
+            for k in keys
+        ]
+        return {"relation": relation, "keys": names, "notes": notes, "unknown": unknown, "local": local}
+
+    def why(self, part: Part | None, keys: list, plain: bool, type_ok: bool, desc: dict) -> list[str]:
+        reasons = []
+        if not plain:
+            reasons += [n for n in desc["notes"] if n in (E.KEY_CAST, E.KEY_EXPRESSION)] or [E.KEY_EXPRESSION]
+        if not type_ok:
+            reasons.append(E.KEY_TYPE_MISMATCH)
+        key_notes = [n for n in desc["notes"] if n in (E.KEY_CAST, E.KEY_EXPRESSION, E.UNION, E.AGGREGATE)]
+        if part is None:
+            reasons += (
+                key_notes or [n for n in desc["notes"] if n not in (E.KEY_CAST, E.KEY_EXPRESSION)] or [E.NOT_BUCKETED]
+            )
+        elif plain and type_ok:
+            opt = part.options[0]
+            ks = set(keys)
+            if ks > set(opt) and self.settings.require_all_cluster_keys:
+                reasons.append(E.KEYS_SUPERSET)
+            elif not set(opt) <= ks:
+                reasons.append(E.KEYS_NOT_BUCKET_COLUMNS)
+            if not part.bucketed:
+                reasons.append(E.JOIN_OUTPUT)
+        if desc["unknown"]:
+            known = [n for n in (E.UNKNOWN_RELATION, E.UNKNOWN_BUCKETING) if n in desc["notes"]]
+            reasons += known or [E.UNKNOWN_COLUMN]
+        return list(dict.fromkeys(reasons))
+
+    # ---- GROUP BY / DISTINCT / window --------------------------------------
+
+    def judge_grouping(
+        self,
+        kind: str,
+        node: exp.Expression,
+        exprs: list[exp.Expression],
+        part: Part | None,
+        sources: dict[str, Output],
+        select: exp.Select,
+        changes_partitioning: bool = True,
+    ) -> Part | None:
+        only = next(iter(sources)) if len(sources) == 1 else None
+        keys = [_key(e, only) for e in exprs]
+        plain = [k for k in keys if isinstance(k, tuple)]
+        ok = part is not None and any(set(opt) <= set(plain) for opt in part.options)
+        aliases = sorted({k[0] for k in plain}) or list(sources)
+        desc = self.side_description(aliases, keys, sources)
+        reasons: list[str] = []
+        if not ok:
+            if part is None:
+                reasons = [n for n in desc["notes"] if n not in (E.KEY_CAST, E.KEY_EXPRESSION)] or [E.NOT_BUCKETED]
+            else:
+                reasons = [E.KEYS_NOT_BUCKET_COLUMNS]
+            if len(plain) < len(keys):
+                reasons.append(E.KEY_EXPRESSION)
+        side = Side(
+            desc["relation"], desc["keys"], bool(part and part.bucketed), not ok, _dedupe(reasons), desc["local"]
+        )
+        finding = Finding(kind, _line(node if kind != "distinct" else select), [side], unknown=desc["unknown"])
+        finding.suggestions = suggestions(finding, self.settings, part, None)
+        self.findings.append(finding)
+        if ok or not changes_partitioning:
+            return part
+        return Part([tuple(plain)], self.settings.shuffle_partitions, False) if len(plain) == len(keys) else None
+
+
+# ---- helpers ------------------------------------------------------------------
+
+
+def _prefix(part: Part | None, alias: str) -> Part | None:
+    """A FROM item's partitioning, in the reading block's column ids."""
+    if part is None:
+        return None
+    return Part(
+        [tuple((alias, c) if isinstance(c, str) else c for c in opt) for opt in part.options],
+        part.num,
+        part.bucketed,
+        part.spec,
+    )
+
+
+def _in_block(node: exp.Expression, select: exp.Select) -> bool:
+    parent = node.parent
+    while parent is not None and not isinstance(parent, exp.Select):
+        parent = parent.parent
+    return parent is select
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def equi_pairs(on: exp.Expression | None, left_aliases: set[str], right_alias: str) -> list[tuple]:
+    """(left key, right key) pairs of the equality conjuncts between the two
+    sides; a key is (alias, column) for a plain column, else the expression."""
+    if on is None:
+        return []
+    pairs = []
+    for cond in on.flatten() if isinstance(on, exp.And) else [on]:
+        if not isinstance(cond, exp.EQ | exp.NullSafeEQ):
+            continue
+        a, b = cond.left, cond.right
+        ta, tb = _tables(a), _tables(b)
+        if ta and ta <= left_aliases and tb == {right_alias}:
+            pairs.append((_key(a), _key(b)))
+        elif tb and tb <= left_aliases and ta == {right_alias}:
+            pairs.append((_key(b), _key(a)))
+    return pairs
+
+
+def _tables(e: exp.Expression) -> set[str]:
+    return {c.table for c in e.find_all(exp.Column) if c.table}
+
+
+def _key(e: exp.Expression, only_source: str | None = None):
+    """(alias, column) for a plain column, else the expression itself. Without a
+    schema, sqlglot leaves columns unqualified: they belong to the block's only source."""
+    if isinstance(e, exp.Column) and (e.table or only_source):
+        return (e.table or only_source, e.name.lower())
+    return e
+
+
+def _type_of(key: ColId, sources: dict[str, Output]) -> str | None:
+    src = sources.get(key[0])
+    return src.types.get(key[1]) if src else None
+
+
+_NUMERIC_ORDER = ["tinyint", "smallint", "int", "bigint", "float", "double"]
+_ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float"}
+
+
+def _norm_type(t: str) -> str:
+    t = t.strip().lower()
+    return _ALIASES.get(t, t)
+
+
+def _wider(left: str, right: str) -> str | None:
+    """Which side Spark keeps uncast when comparing two key types."""
+    a, b = _norm_type(left), _norm_type(right)
+    if a in _NUMERIC_ORDER and b in _NUMERIC_ORDER:
+        return "left" if _NUMERIC_ORDER.index(a) > _NUMERIC_ORDER.index(b) else "right"
+    return None
+
+
+def satisfies(part: Part | None, keys: list, require_all: bool) -> tuple | None:
+    """Positions (in the join key list) of the partitioning's columns when
+    the partitioning satisfies a clustered distribution on `keys`."""
+    if part is None:
+        return None
+    for opt in part.options:
+        if not all(c in keys for c in opt):
+            continue
+        pos = tuple(keys.index(c) for c in opt)
+        if require_all and sorted(pos) != list(range(len(keys))):
+            continue
+        return pos
+    return None
+
+
+# ---- partition pruning for evolving tables -------------------------------------
+
+
+def _literal(e: exp.Expression):
+    if isinstance(e, exp.Literal):
+        return e.this
+    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal):
+        return e.this.this
+    if isinstance(e, exp.Anonymous | exp.Func) and e.args.get("this") is not None and isinstance(e.this, exp.Literal):
+        return e.this.this
+    if isinstance(e, exp.TsOrDsToDate | exp.StrToDate) and isinstance(e.this, exp.Literal):
+        return e.this.this
+    return None
+
+
+def _coerce(value: str, sample: str):
+    for parse in (int, float, dt.date.fromisoformat):
+        try:
+            return parse(value), parse(sample)
+        except (TypeError, ValueError):
+            continue
+    return value, sample
+
+
+def partitions_read(info: RelationInfo, alias: str, select: exp.Expression) -> list[PartitionRecord]:
+    """The recorded partitions a block reads, from its WHERE conjuncts on
+    partition columns (=, IN, <, <=, >, >=, BETWEEN); anything else: all."""
+    where = select.args.get("where") if isinstance(select, exp.Select) else None
+    parts = list(info.partitions)
+    if where is None or not info.partition_by:
+        return parts
+    conds = where.this.flatten() if isinstance(where.this, exp.And) else [where.this]
+    for cond in conds:
+        col = cond.this if hasattr(cond, "this") else None
+        if not (isinstance(col, exp.Column) and col.name.lower() in info.partition_by and col.table in ("", alias)):
+            continue
+        name = col.name.lower()
+
+        def keep(p: PartitionRecord, test, name: str = name) -> bool:
+            value = next((v for k, v in p.values.items() if k.lower() == name), None)
+            return value is None or test(value)
+
+        if isinstance(cond, exp.In):
+            values = [_literal(v) for v in cond.expressions]
+            if None in values:
+                continue
+            parts = [
+                p for p in parts if keep(p, lambda v, vs=values: any(a == b for a, b in (_coerce(x, v) for x in vs)))
+            ]
+        elif isinstance(cond, exp.Between):
+            lo, hi = _literal(cond.args["low"]), _literal(cond.args["high"])
+            if lo is None or hi is None:
+                continue
+            parts = [
+                p
+                for p in parts
+                if keep(p, lambda v, lo=lo, hi=hi: _coerce(lo, v)[0] <= _coerce(lo, v)[1] <= _coerce(hi, v)[0])
+            ]
+        elif isinstance(cond, exp.EQ | exp.GT | exp.GTE | exp.LT | exp.LTE):
+            lit = _literal(cond.expression)
+            if lit is None:
+                continue
+            ops = {
+                exp.EQ: lambda a, b: b == a,
+                exp.GT: lambda a, b: b > a,
+                exp.GTE: lambda a, b: b >= a,
+                exp.LT: lambda a, b: b < a,
+                exp.LTE: lambda a, b: b <= a,
+            }
+            op = ops[type(cond)]
+            parts = [p for p in parts if keep(p, lambda v, lit=lit, op=op: op(*_coerce(lit, v)))]
+    return parts
+
+
+# ---- suggestions ----------------------------------------------------------------
+
+
+def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, right: Part | None) -> list[str]:
+    out = []
+    for side in finding.sides:
+        if not side.shuffle:
+            continue
+        rel = side.relation or "this side"
+        keys = ", ".join(side.keys)
+        for r in side.reasons:
+            text = {
+                E.HIVE_HASH: f"{rel} uses Hive's hash, which Spark never reads as bucketed: set bucket_hash='spark' "
+                "on its model if Spark is the reader that matters (Hive/Trino then read it unbucketed)",
+                E.SPARK_HASH_IN_TRINO: f"{rel} uses Spark's hash, which Trino reads as unbucketed: "
+                "set bucket_hash='hive' if Trino is the reader that matters",
+                E.NOT_BUCKETED: f"materialize {rel} with bucketed_table, clustered_by=[{keys}]"
+                + (f", buckets={left.num if left else right.num}" if (left or right) else ""),
+                E.KEYS_NOT_BUCKET_COLUMNS: f"join or group {rel} on its bucket columns, or bucket it by ({keys})",
+                E.KEYS_SUPERSET: f"join on exactly the bucket columns of {rel}, or set "
+                "spark.sql.requireAllClusterKeysForCoPartition=false",
+                E.KEY_POSITIONS: "bucket both sides by the join keys in the same order",
+                E.KEY_CAST: f"join on the column itself, not a cast of it: give {rel}'s key the other side's type "
+                "in the model that builds it",
+                E.KEY_EXPRESSION: "join on a plain bucket column, not an expression: compute the value in an "
+                "upstream model and bucket that model by it",
+                E.KEY_TYPE_MISMATCH: f"the key types differ, so Spark casts {rel}'s key: build both with the same type",
+                E.UNION: "a UNION loses bucketing: join each branch separately, or materialize the union as a "
+                "bucketed table",
+                E.AGGREGATE: "an aggregation on other columns loses bucketing: group by the bucket columns, or "
+                "bucket the aggregated model",
+                E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count"
+                + (
+                    ""
+                    if settings.coalesce_enabled
+                    else ", or set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true (ratio <= "
+                    f"{settings.max_bucket_ratio})"
+                ),
+                E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
+                E.MIXED_PARTITION_SPECS: f"the partitions of {rel} this query reads were written with different "
+                "bucket specs: backfill them with one spec, or filter to partitions that share one",
+                E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: the "
+                "partitions this query reads share one spec, but engines use the table's declaration; backfill "
+                "the older partitions (or drop them) so the table converges",
+                E.UNKNOWN_RELATION: f"{rel} is not in the catalog: build it, add it to the project, "
+                "or use --catalog live",
+                E.UNKNOWN_BUCKETING: f"nothing states how {rel} is bucketed: declare it in the source's "
+                "meta.spark_bucketing, or use --catalog live",
+            }.get(r)
+            if text and text not in out:
+                out.append(text)
+    return out
+
+
+# ---- entry point -----------------------------------------------------------------
+
+
+def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = None) -> list[Finding]:
+    """Findings for one compiled query, in query order."""
+    settings = settings or EngineSettings()
+    try:
+        parsed = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError as err:
+        line = (err.errors[0].get("line") if err.errors else None) or 1
+        return [
+            Finding(
+                "query",
+                int(line),
+                [],
+                [f"could not parse the compiled SQL: {err.errors[0]['description'] if err.errors else err}"],
+                unknown=True,
+            )
+        ]
+    try:
+        qualified = qualify(
+            parsed.copy(),
+            dialect="spark",
+            schema=catalog.sqlglot_schema(),
+            validate_qualify_columns=False,
+            identify=False,
+        )
+    except Exception:  # sqlglot raises several kinds on SQL it cannot resolve with the schema
+        try:
+            qualified = qualify(parsed, dialect="spark", validate_qualify_columns=False, identify=False)
+        except Exception as err:
+            return [Finding("query", 1, [], [f"could not resolve the query's columns: {err}"], unknown=True)]
+    root = build_scope(qualified)
+    if root is None:
+        return []
+    analyzer = Analyzer(catalog, settings)
+    analyzer.scope_output(root)
+    for scope in root.traverse():  # blocks no other block reads (e.g. scalar subqueries)
+        analyzer.scope_output(scope)
+    findings = analyzer.findings
+    unknown_rel = [f for f in findings if f.unknown]
+    for f in unknown_rel:
+        if not any("not in the catalog" in s for s in f.suggestions):
+            f.suggestions.append("a relation or column is unknown to the catalog; the verdict is a guess")
+    findings.sort(key=lambda f: f.line)
+    return findings

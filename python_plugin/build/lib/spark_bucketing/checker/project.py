@@ -1,0 +1,196 @@
+"""The checker over a dbt project: compile (or reuse) it, pick the selected
+models, build the catalog, and judge every model's compiled query."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+
+from spark_bucketing.checker.analyze import Finding, analyze_sql
+from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.relations import Catalog, catalog_from_manifest, normalize_name, relation_from_live
+
+
+class CheckError(Exception):
+    """Input the checker cannot work from (no manifest, failed compile...)."""
+
+
+@dataclass
+class ModelReport:
+    unique_id: str
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    verification: list[dict] | None = None
+
+
+@dataclass
+class Report:
+    engine: str
+    models: list[ModelReport]
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        out = {"engine": self.engine, "models": []}
+        for m in self.models:
+            findings = []
+            for i, f in enumerate(m.findings):
+                item = f.to_json()
+                if m.verification is not None:
+                    item["verified"] = m.verification[i]["matched"]
+                    item["plan_shuffles"] = m.verification[i]["plan"]
+                findings.append(item)
+            out["models"].append({"model": m.unique_id, "findings": findings})
+        return out
+
+    def shuffling_bucketed_joins(self) -> list[tuple[ModelReport, Finding]]:
+        return [
+            (m, f)
+            for m in self.models
+            for f in m.findings
+            if f.between_bucketed and not f.unknown and not f.shuffle_free
+        ]
+
+    def unknowns(self) -> list[tuple[ModelReport, Finding]]:
+        return [(m, f) for m in self.models for f in m.findings if f.unknown]
+
+
+def compile_project(project_dir: Path, profiles_dir: Path | None, select: list[str], target: str | None) -> None:
+    from dbt.cli.main import dbtRunner
+
+    args = ["compile", "--project-dir", str(project_dir), "--quiet"]
+    if profiles_dir:
+        args += ["--profiles-dir", str(profiles_dir)]
+    if target:
+        args += ["--target", target]
+    if select:
+        args += ["--select", *select]
+    # `dbt compile --select` prints the compiled SQL even with --quiet; the
+    # report (maybe JSON) owns stdout.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = dbtRunner().invoke(args)
+    if not result.success:
+        raise CheckError(f"`dbt {' '.join(args)}` failed: {result.exception or 'see the messages above'}")
+
+
+def selected_models(manifest: dict, select: list[str]) -> list[dict]:
+    """Models with compiled code; `select` narrows them by name, path or unique id
+    (dbt's selector syntax is applied by `dbt compile --select` beforehand)."""
+    nodes = [n for n in manifest.get("nodes", {}).values() if n.get("resource_type") == "model"]
+    if select:
+        wanted = set(select)
+        nodes = [
+            n
+            for n in nodes
+            if n["name"] in wanted
+            or n["unique_id"] in wanted
+            or n.get("original_file_path") in wanted
+            or any(n.get("original_file_path", "").startswith(s.rstrip("/") + "/") for s in wanted)
+        ]
+    return sorted(nodes, key=lambda n: n["unique_id"])
+
+
+def referenced_relations(sql: str) -> set[str]:
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError:
+        return set()
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    names = set()
+    for t in tree.find_all(exp.Table):
+        name = ".".join(p for p in (t.db, t.name) if p)
+        if name and name.lower() not in ctes:
+            names.add(normalize_name(name))
+    return names
+
+
+def run_check(
+    project_dir: Path,
+    *,
+    select: list[str] | None = None,
+    settings: EngineSettings | None = None,
+    catalog_mode: str = "manifest",
+    client=None,
+    compile: bool = True,
+    profiles_dir: Path | None = None,
+    target: str | None = None,
+    verify_with=None,
+    target_dir: str = "target",
+) -> Report:
+    select = select or []
+    settings = settings or EngineSettings()
+    if compile:
+        compile_project(project_dir, profiles_dir, select, target)
+    manifest_path = project_dir / target_dir / "manifest.json"
+    if not manifest_path.exists():
+        raise CheckError(f"no dbt manifest at {manifest_path}: run `dbt compile` there, or drop --no-compile")
+    manifest = json.loads(manifest_path.read_text())
+    started = time.perf_counter()
+    catalog = catalog_from_manifest(project_dir, target_dir)
+    models = selected_models(manifest, select)
+    if catalog_mode == "live":
+        if client is None:
+            raise CheckError(
+                "--catalog live needs a Spark connection (the dbt target, --thrift HOST:PORT or --state-dir)"
+            )
+        live = Catalog(dict(catalog.relations))
+        for name in sorted({r for m in models for r in referenced_relations(m.get("compiled_code") or "")}):
+            live.add(relation_from_live(client, name))
+        catalog = live
+    reports = []
+    for node in models:
+        code = node.get("compiled_code")
+        report = ModelReport(node["unique_id"], node.get("original_file_path", ""))
+        if code is None:
+            report.findings = [
+                Finding("query", 1, [], ["the model has no compiled code: run `dbt compile`"], unknown=True)
+            ]
+        else:
+            report.findings = analyze_sql(code, catalog, settings)
+            if verify_with is not None:
+                from spark_bucketing.checker.verify import verify
+
+                report.verification = verify(verify_with, code, report.findings)
+        reports.append(report)
+    return Report(settings.engine, reports, time.perf_counter() - started)
+
+
+def format_text(report: Report) -> str:
+    lines = []
+    counts = {"ok": 0, "shuffle": 0, "unknown": 0}
+    for m in report.models:
+        if not m.findings:
+            continue
+        lines.append(f"{m.unique_id} ({m.path})")
+        for i, f in enumerate(m.findings):
+            verdict = "UNKNOWN" if f.unknown else ("no shuffle" if f.shuffle_free else "SHUFFLE")
+            counts["unknown" if f.unknown else ("ok" if f.shuffle_free else "shuffle")] += 1
+            check = ""
+            if m.verification is not None and m.verification[i]["matched"] is not None:
+                check = "  [plan agrees]" if m.verification[i]["matched"] else "  [PLAN DISAGREES]"
+            lines.append(f"  line {f.line:<4} {f.kind:<9} {verdict}{check}")
+            labels = ["left ", "right"] if f.kind == "join" else ["input"]
+            for label, s in zip(labels, f.sides, strict=False):
+                state = "shuffled" if s.shuffle else "no shuffle"
+                why = f": {', '.join(s.reasons)}" if s.reasons and s.shuffle else ""
+                lines.append(
+                    f"    {label}: {s.relation or '(derived)'} ({', '.join(s.keys)})"
+                    f"  {'bucketed' if s.bucketed else 'unbucketed'}, {state}{why}"
+                )
+            for text in f.suggestions:
+                lines.append(f"    fix  : {text}")
+        lines.append("")
+    bad = report.shuffling_bucketed_joins()
+    total = sum(counts.values())
+    lines.append(
+        f"{total} findings in {len(report.models)} models ({report.engine}): {counts['ok']} without shuffle, "
+        f"{counts['shuffle']} with shuffle, {counts['unknown']} unknown; "
+        f"{len(bad)} joins between bucketed relations shuffle"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,243 @@
+"""The `spark-bucketing` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from spark_bucketing import hashing
+
+
+def _parse_value(text: str, type_name: str):
+    import datetime as dt
+
+    if text.upper() == "NULL":
+        return None
+    t = hashing.normalize_type(type_name)
+    if t in ("tinyint", "smallint", "int", "bigint"):
+        return int(text)
+    if t in ("float", "double"):
+        return float(text)
+    if t == "boolean":
+        return text.lower() in ("true", "1")
+    if t == "date":
+        return dt.date.fromisoformat(text)
+    return text
+
+
+def cmd_bucket_id(args: argparse.Namespace) -> int:
+    if len(args.values) != len(args.types):
+        raise SystemExit(f"spark-bucketing: {len(args.values)} values but {len(args.types)} --type options")
+    values = [_parse_value(v, t) for v, t in zip(args.values, args.types, strict=True)]
+    print(hashing.bucket_id(values, args.types, args.buckets, args.hash))
+    return 0
+
+
+def cmd_files(args: argparse.Namespace) -> int:
+    from spark_bucketing.files import files_per_bucket, local_path
+
+    counts = files_per_bucket(local_path(args.location))
+    for (directory, bucket), n in sorted(
+        counts.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])
+    ):
+        flag = "" if n == 1 and bucket is not None else "   <-- " + ("no bucket id" if bucket is None else f"{n} files")
+        print(f"{directory or '.'}\tbucket {bucket}\t{n} file(s){flag}")
+    return 0 if all(n == 1 and b is not None for (_, b), n in counts.items()) else 1
+
+
+def _close(client) -> None:
+    if hasattr(client, "close"):
+        client.close()
+
+
+def cmd_partitions(args: argparse.Namespace) -> int:
+    import json
+
+    from spark_bucketing.connection import TargetError, connect
+    from spark_bucketing.metadata import read_table_metadata
+
+    try:
+        client = connect(args)
+    except TargetError as exc:
+        print(f"spark-bucketing partitions: {exc}", file=sys.stderr)
+        return 2
+    try:
+        meta = read_table_metadata(client, args.table)
+    finally:
+        _close(client)
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "table": meta.table,
+                    "declared": meta.declared and meta.declared.__dict__,
+                    "latest": meta.latest and meta.latest.__dict__,
+                    "partitions": [
+                        {
+                            "partition": p.path,
+                            **p.spec.__dict__,
+                            "files": p.files,
+                            "rows": p.rows,
+                            "location": p.location,
+                            "written_at": p.written_at,
+                        }
+                        for p in meta.partitions
+                    ],
+                },
+                indent=2,
+                default=list,
+            )
+        )
+        return 0
+    print(f"{meta.table}")
+    print(f"  catalog declares: {meta.declared.describe() if meta.declared else 'unbucketed'}")
+    print(f"  latest write:     {meta.latest.describe() if meta.latest else 'no spark_bucketing metadata'}")
+    if not meta.partitions:
+        return 0
+    specs = meta.distinct_specs
+    print(
+        f"  partitions:       {len(meta.partitions)}, written with {len(specs)} spec(s)"
+        + ("" if len(specs) <= 1 else "  (* = differs from the latest write)")
+    )
+    width = max(len(p.path or "(table)") for p in meta.partitions)
+    header = f"{'hash':5} {'buckets':>7}  {'clustered_by':20} {'sorted_by':20} {'files':>6} {'rows':>10}"
+    print(f"\n  {'partition':{width}}  {header}")
+    for p in meta.partitions:
+        mark = "*" if meta.latest and p.spec.key() != meta.latest.key() else " "
+        print(
+            f"{mark} {p.path or '(table)':{width}}  {p.spec.hash:5} {p.spec.buckets:>7}  "
+            f"{','.join(p.spec.clustered_by):20} {','.join(p.spec.sorted_by):20} {p.files:>6} {p.rows:>10}"
+        )
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from spark_bucketing.checker.engines import EngineSettings
+    from spark_bucketing.checker.project import CheckError, compile_project, format_text, run_check
+    from spark_bucketing.connection import TargetError, connect
+
+    conf = {}
+    for item in args.conf or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"spark-bucketing: --conf takes key=value, got {item!r}")
+        conf[key.strip()] = value.strip()
+    project_dir = Path(args.project_dir)
+    profiles_dir = Path(args.profiles_dir) if args.profiles_dir else None
+    if args.verify and args.thrift:
+        print(
+            "spark-bucketing check: --verify plans queries in a Spark session in this process; "
+            "use a dbt target with method: session, or --state-dir, not --thrift",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        if not args.no_compile:
+            # Before connecting: dbt's own invocation resets its adapters, connections included.
+            compile_project(project_dir, profiles_dir, args.select or [], args.target)
+        client = connect(args) if args.catalog == "live" or args.verify else None
+        if args.verify and getattr(client, "spark", None) is None:
+            raise TargetError(
+                f"--verify plans queries in a Spark session in this process; the dbt target {client.target} "
+                "has none: use a target with method: session (--target), or --state-dir"
+            )
+    except (TargetError, CheckError) as exc:
+        print(f"spark-bucketing check: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = run_check(
+            project_dir,
+            select=args.select,
+            settings=EngineSettings(args.engine, conf),
+            catalog_mode=args.catalog,
+            client=client,
+            compile=False,
+            verify_with=client.spark if args.verify else None,
+        )
+    except (CheckError, FileNotFoundError) as exc:
+        print(f"spark-bucketing check: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        _close(client)
+    print(json.dumps(report.to_json(), indent=2) if args.format == "json" else format_text(report))
+    fail_on = set(args.fail_on or [])
+    if ("shuffle" in fail_on and report.shuffling_bucketed_joins()) or ("unknown" in fail_on and report.unknowns()):
+        return 1
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from spark_bucketing.demo import run_demo
+
+    return run_demo(Path(args.project_dir), Path(args.state_dir))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spark-bucketing", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("bucket-id", help="the bucket a row lands in")
+    p.add_argument("values", nargs="+", help="bucket column values (NULL for null)")
+    p.add_argument("--type", dest="types", action="append", required=True, help="Spark type of each value, in order")
+    p.add_argument("--buckets", type=int, required=True)
+    p.add_argument("--hash", choices=hashing.FAMILIES, default="hive")
+    p.set_defaults(func=cmd_bucket_id)
+
+    p = sub.add_parser("files", help="files per bucket under a table location; exit 1 unless one per bucket")
+    p.add_argument("location")
+    p.set_defaults(func=cmd_files)
+
+    p = sub.add_parser("partitions", help="a table's bucket spec per partition, as recorded by the materializations")
+    p.add_argument("table", help="schema.table")
+    p.add_argument("--project-dir", default=".", help="the dbt project whose target to read (the default Spark)")
+    p.add_argument("--profiles-dir", help="for the dbt target (default: dbt's own lookup)")
+    p.add_argument("--target", help="dbt target (default: the profile's)")
+    p.add_argument("--thrift", metavar="HOST:PORT", help="instead: read through this Spark Thrift Server")
+    p.add_argument("--state-dir", help="instead: open this local metastore and warehouse")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_partitions)
+
+    p = sub.add_parser("check", help="which joins and aggregations of the compiled models shuffle, and why")
+    p.add_argument("--project-dir", default=".")
+    p.add_argument("--profiles-dir", help="for dbt compile (default: dbt's own lookup)")
+    p.add_argument("--target", help="dbt target for dbt compile, --catalog live and --verify")
+    p.add_argument("--select", nargs="+", help="models by name, unique id or path (also passed to dbt compile)")
+    p.add_argument("--engine", choices=["spark", "trino"], default="spark")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark session setting the model runs with")
+    p.add_argument("--catalog", choices=["manifest", "live"], default="manifest")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--fail-on",
+        nargs="+",
+        choices=["shuffle", "unknown"],
+        help="exit 1 when a join between bucketed relations shuffles, and/or when a verdict is unknown",
+    )
+    p.add_argument("--verify", action="store_true", help="also check each verdict against Spark's physical plan")
+    p.add_argument("--no-compile", action="store_true", help="reuse target/manifest.json instead of dbt compile")
+    p.add_argument(
+        "--thrift", metavar="HOST:PORT", help="Spark for --catalog live (default: the dbt target): a Thrift Server"
+    )
+    p.add_argument("--state-dir", help="... or this local metastore and warehouse")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("demo", help="build the demo pipeline and report its layout")
+    p.add_argument("--project-dir", default=".")
+    p.add_argument("--state-dir", default=".demo", help="where the local metastore and warehouse live")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, hashing.UnsupportedTypeError) as exc:
+        print(f"spark-bucketing: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Reading a table's bucket spec and partition-level bucket metadata.
+
+The metadata format (version 1) is written by the dbt macros in
+macros/metadata.sql and documented in the README: table properties
+``spark_bucketing.spec`` (latest spec), ``spark_bucketing.partition.<path>``
+(one JSON record per partition) and ``spark_bucketing.table`` (unpartitioned).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Protocol
+
+PREFIX = "spark_bucketing."
+
+
+class SqlClient(Protocol):
+    def query(self, sql: str) -> list[tuple]: ...
+
+
+@dataclass(frozen=True)
+class BucketSpec:
+    hash: str
+    clustered_by: tuple[str, ...]
+    buckets: int
+    sorted_by: tuple[str, ...] = ()
+
+    @classmethod
+    def from_record(cls, rec: dict) -> BucketSpec:
+        return cls(rec["hash"], tuple(rec["clustered_by"]), int(rec["buckets"]), tuple(rec.get("sorted_by") or ()))
+
+    def key(self) -> tuple:
+        return (
+            self.hash,
+            tuple(c.lower() for c in self.clustered_by),
+            self.buckets,
+            tuple(c.lower() for c in self.sorted_by),
+        )
+
+    def describe(self) -> str:
+        sort = f", sorted by ({', '.join(self.sorted_by)})" if self.sorted_by else ""
+        return f"{self.buckets} buckets on ({', '.join(self.clustered_by)}), {self.hash} hash{sort}"
+
+
+@dataclass
+class PartitionRecord:
+    path: str
+    spec: BucketSpec
+    files: int
+    rows: int
+    location: str
+    values: dict
+    written_at: str
+
+
+@dataclass
+class TableMetadata:
+    table: str
+    declared: BucketSpec | None
+    partition_by: list[str]
+    columns: dict[str, str]
+    location: str | None
+    file_format: str = "parquet"
+    latest: BucketSpec | None = None
+    partitions: list[PartitionRecord] = field(default_factory=list)
+
+    @property
+    def distinct_specs(self) -> set[BucketSpec]:
+        return {p.spec for p in self.partitions}
+
+
+def _columns(text: str | None) -> tuple[str, ...]:
+    inner = (text or "").strip().strip("[]")
+    return tuple(c.strip().strip("`") for c in inner.split(",") if c.strip())
+
+
+def parse_describe(rows: list[tuple]) -> tuple[dict[str, str], list[str], dict[str, str]]:
+    """DESCRIBE TABLE EXTENDED rows -> (columns, partition columns, details)."""
+    columns: dict[str, str] = {}
+    partition_by: list[str] = []
+    details: dict[str, str] = {}
+    section = "columns"
+    for row in rows:
+        key = (row[0] or "").strip()
+        if key == "# Partition Information":
+            section = "partitions"
+        elif key.startswith("# Detailed Table Information"):
+            section = "details"
+        elif not key or key.startswith("#"):
+            continue
+        elif section == "columns":
+            columns[key] = row[1]
+        elif section == "partitions":
+            partition_by.append(key)
+        else:
+            details[key] = row[1]
+    return columns, partition_by, details
+
+
+def declared_spec(details: dict[str, str]) -> BucketSpec | None:
+    n = int(details.get("Num Buckets") or 0)
+    if n <= 0:
+        return None
+    family = "hive" if (details.get("Provider") or "").lower() == "hive" else "spark"
+    return BucketSpec(family, _columns(details.get("Bucket Columns")), n, _columns(details.get("Sort Columns")))
+
+
+def read_table_metadata(client: SqlClient, table: str) -> TableMetadata:
+    columns, partition_by, details = parse_describe(client.query(f"describe table extended {table}"))
+    props = {k: v for k, v in client.query(f"show tblproperties {table}")}
+    storage = " ".join(details.get(k) or "" for k in ("Provider", "Serde Library", "InputFormat")).lower()
+    file_format = "orc" if "orc" in storage else "parquet"
+    meta = TableMetadata(table, declared_spec(details), partition_by, columns, details.get("Location"), file_format)
+    if PREFIX + "spec" in props:
+        meta.latest = BucketSpec.from_record(json.loads(props[PREFIX + "spec"]))
+    for key, value in sorted(props.items()):
+        if key.startswith(PREFIX + "partition.") or key == PREFIX + "table":
+            rec = json.loads(value)
+            meta.partitions.append(
+                PartitionRecord(
+                    path=rec.get("path", key[len(PREFIX + "partition.") :]) if key != PREFIX + "table" else "",
+                    spec=BucketSpec.from_record(rec),
+                    files=int(rec.get("files", 0)),
+                    rows=int(rec.get("rows", 0)),
+                    location=rec.get("location", ""),
+                    values=rec.get("values") or {},
+                    written_at=rec.get("written_at", ""),
+                )
+            )
+    return meta
+
+
+class SparkClient:
+    """Runs SQL in an embedded (or already running) SparkSession."""
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    @classmethod
+    def local(cls, state_dir: str) -> SparkClient:
+        from pathlib import Path
+
+        from spark_bucketing.sparksession import local_session
+
+        return cls(local_session(Path(state_dir)))
+
+    def query(self, sql: str) -> list[tuple]:
+        return [tuple(r) for r in self.spark.sql(sql).collect()]
+
+
+class ThriftClient:
+    """Runs SQL through a Spark Thrift Server (PyHive)."""
+
+    def __init__(self, host: str, port: int):
+        from pyhive import hive
+
+        self.connection = hive.connect(host=host, port=port)
+
+    def query(self, sql: str) -> list[tuple]:
+        cursor = self.connection.cursor()
+        cursor.execute(sql)
+        return [tuple(r) for r in cursor.fetchall()]

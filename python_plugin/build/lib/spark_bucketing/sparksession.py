@@ -1,0 +1,44 @@
+"""A local Spark session with Hive support and its metastore (Derby) and
+warehouse in one folder; quiet logs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+
+def quiet_pyspark_logs() -> None:
+    """PySpark logs every failed query with its stack from Python; the callers report failures themselves."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+
+
+def local_session(state_dir: Path, log4j_conf: Path | None = None, **conf: str):
+    """The session for `state_dir` (or the one already running in this process)."""
+    from pyspark.sql import SparkSession
+
+    base = Path(state_dir).resolve()
+    java_options = f"-Dderby.system.home={base}" + (f" -Dlog4j2.configurationFile={log4j_conf}" if log4j_conf else "")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("spark-bucketing")
+        .enableHiveSupport()
+        .config("spark.sql.warehouse.dir", str(base / "warehouse"))
+        .config(
+            "spark.hadoop.javax.jdo.option.ConnectionURL",
+            f"jdbc:derby:;databaseName={base / 'metastore_db'};create=true",
+        )
+        .config("spark.driver.extraJavaOptions", java_options)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.log.structuredLogging.enabled", "false")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    quiet_pyspark_logs()
+    return session

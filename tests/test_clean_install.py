@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from importlib.metadata import version
@@ -39,7 +40,10 @@ def venv(tmp_path_factory) -> Path:
     _run([*pip, f"dbt-core=={version('dbt-core')}", f"dbt-spark[session]=={version('dbt-spark')}"], cwd=root.parent)
     before = _run([str(root / "bin" / "python"), "-m", "pip", "freeze"], cwd=root.parent).stdout
     assert "sqlglot" not in before and "sqlfluff" not in before  # nothing of ours came with dbt
-    _run([*pip, f"{REPO_ROOT / 'python_plugin'}[dbt-templater]"], cwd=root.parent)
+    # From a copy: building from a path leaves a build/ folder in the source tree.
+    source = root.parent / "python_plugin"
+    shutil.copytree(REPO_ROOT / "python_plugin", source, ignore=shutil.ignore_patterns("*.egg-info", "build"))
+    _run([*pip, f"{source}[dbt-templater]"], cwd=root.parent)
     return root
 
 

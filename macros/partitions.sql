@@ -102,13 +102,31 @@
 
 {% macro partition_match(partition_by, values_list, types=none) -%}
   {#- SQL true when the row's partition columns equal one of `values_list`
-      (values as strings). With the columns' `types`, each value is compared
-      as a literal of its column's type: Spark then hands the filter to the
-      metastore, which returns only those partitions however many the table
-      has (a cast on the column would make it fetch them all). Without
-      `types`, as strings. -#}
+      (values as strings). With the columns' `types`, the filter is one Spark
+      hands to the metastore, which then returns only those partitions
+      however many the table has (a cast on the column would make it fetch
+      them all): up to 10 values as typed equalities; more as a typed range
+      on the first column (the metastore fails on long OR chains), with the
+      exact match applied by Spark to the partitions it returns. -#}
   {%- if values_list | length == 0 -%}false
+  {%- elif types is none -%}{{ spark_bucketing.partition_values_match(partition_by, values_list) }}
+  {%- elif values_list | length <= 10 -%}{{ spark_bucketing.partition_values_match(partition_by, values_list, types) }}
   {%- else -%}
+    {%- set col = partition_by[0] -%}
+    {%- set typed = [] -%}
+    {%- for values in values_list -%}
+      {%- set value = spark_bucketing.lookup_ci(values, col) -%}
+      {%- if value is not none -%}{%- do typed.append('cast(' ~ spark_bucketing.sql_string(value) ~ ' as ' ~ spark_bucketing.lookup_ci(types, col) ~ ')') -%}{%- endif -%}
+    {%- endfor -%}
+    {%- if typed | length == values_list | length -%}
+    ({{ spark_bucketing.quoted([col])[0] }} between least({{ typed | join(', ') }}) and greatest({{ typed | join(', ') }})) and
+    {% endif -%}
+    {{ spark_bucketing.partition_values_match(partition_by, values_list) }}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro partition_values_match(partition_by, values_list, types=none) -%}
+  {#- The exact match behind partition_match: typed equalities with `types`, else as strings. -#}
   ({%- for values in values_list -%}
     ({%- for col in partition_by -%}
       {%- set value = spark_bucketing.lookup_ci(values, col) -%}
@@ -119,7 +137,6 @@
       {%- endif -%}{{ ' and ' if not loop.last }}
     {%- endfor -%}){{ ' or ' if not loop.last }}
   {%- endfor -%})
-  {%- endif -%}
 {%- endmacro %}
 
 {% macro lookup_ci(mapping, key) %}

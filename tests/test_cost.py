@@ -47,8 +47,8 @@ def test_one_day_run_reads_and_states_only_what_it_writes(spark, dbt_project, st
     base = {"strategy": strategy, "rows": 40}
     table = step(spark, dbt_project, name, expected, {**base, "days": [0, 1, 2]})
 
-    def one_day(day: int, tag: int) -> list[str]:
-        vars_ = {**base, "days": [day], "tag": tag}
+    def one_day(day: int | list[int], tag: int) -> list[str]:
+        vars_ = {**base, "days": day if isinstance(day, list) else [day], "tag": tag}
         statements = run_statements(dbt_project, name, vars_)
         expected.apply(spark, vars_)
         return statements
@@ -73,6 +73,16 @@ def test_one_day_run_reads_and_states_only_what_it_writes(spark, dbt_project, st
     assert partition_layout_problems(spark, table) == []
     # Bounded: the one partition's metadata is recorded in one statement.
     assert sum("set tblproperties" in s.lower() for s in big_new) == 1
+
+    # A backfill of 15 existing partitions: one switch each, the metadata in one
+    # statement, every replaced folder deleted in one batch (three statements),
+    # and filters naming 15 partitions that the metastore accepts.
+    backfill = one_day(list(range(5, 20)), 5)
+    assert sum(bool(re.search(r"partition \(`day` = '[^']*'\) set location", s)) for s in backfill) == 15
+    assert sum("set tblproperties" in s.lower() for s in backfill) == 1
+    assert sum("__dbt_scratch" in _body(s) for s in backfill) == 3
+    assert any("between least(" in s for s in backfill)  # the range the metastore prunes by
+    assert table_rows(spark, table) == expected.rows()
     result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
 

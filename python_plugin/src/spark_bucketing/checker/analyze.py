@@ -70,6 +70,8 @@ class Finding:
             "sides": [s.to_json() for s in self.sides],
             "suggestions": self.suggestions,
         }
+        if self.join_type and self.join_type.startswith(("semi", "anti")):
+            out["join_type"] = self.join_type
         if self.unknown:
             out["unknown"] = True
         return out
@@ -184,7 +186,15 @@ class Analyzer:
 
     def source_outputs(self, scope: Scope) -> dict[str, Output]:
         out = {}
-        for alias, (_node, source) in scope.selected_sources.items():
+        # sqlglot leaves the right side of a SEMI/ANTI join out of the selected sources.
+        semi = {
+            j.this.alias_or_name: j.this
+            for j in scope.expression.args.get("joins") or []
+            if (j.args.get("kind") or "").lower() in ("semi", "anti")
+        }
+        pairs = [(alias, source) for alias, (_node, source) in scope.selected_sources.items()]
+        pairs += [(alias, scope.sources.get(alias, node)) for alias, node in semi.items()]
+        for alias, source in pairs:
             if isinstance(source, Scope):
                 out[alias] = self.scope_output(source)
             elif isinstance(source, exp.Table):
@@ -207,6 +217,10 @@ class Analyzer:
             part, unk = self.judge_join(join, acc_aliases, right_alias, part, sources)
             unknown = unknown or unk or bool(right and right.unknown)
             acc_aliases.append(right_alias)
+        where = select.args.get("where")
+        if where is not None:
+            part, unk = self.judge_subqueries(where.this, scope, acc_aliases, part, sources)
+            unknown = unknown or unk
 
         group = select.args.get("group")
         if group is not None and group.expressions:
@@ -282,12 +296,89 @@ class Analyzer:
         left_part: Part | None,
         sources: dict[str, Output],
     ) -> tuple[Part | None, bool]:
-        right = sources.get(right_alias)
         pairs = equi_pairs(join.args.get("on"), set(left_aliases), right_alias)
-        kind = (join.args.get("side") or join.args.get("kind") or "inner").lower()
-        line = _line(join)
-        if right is None or not pairs:
+        kind = (join.args.get("kind") or "").lower()
+        if kind not in ("semi", "anti"):
+            kind = (join.args.get("side") or kind or "inner").lower()
+        if sources.get(right_alias) is None or not pairs:
             return None, False  # a cross join or a non-equi join: not a shuffle question
+        return self.judge_pairs(pairs, kind, _line(join), left_aliases, right_alias, left_part, sources)
+
+    def judge_subqueries(
+        self, where: exp.Expression, scope: Scope, left_aliases: list[str], part: Part | None, sources: dict
+    ) -> tuple[Part | None, bool]:
+        """`IN (subquery)` and `[NOT] EXISTS (subquery)` in a WHERE clause:
+        Spark plans them as left semi or anti joins on the keys they compare
+        (a correlated EXISTS on its equalities with the outer block). `NOT
+        IN` is a null-aware anti join, which Spark always broadcasts."""
+        unknown = False
+        only = left_aliases[0] if len(left_aliases) == 1 else None
+        conjuncts = where.flatten() if isinstance(where, exp.And) else [where]
+        for n, pred in enumerate(conjuncts):
+            negated = isinstance(pred, exp.Not)
+            inner = pred.this if negated else pred
+            if isinstance(inner, exp.In) and isinstance(inner.args.get("query"), exp.Subquery):
+                sub = inner.args["query"].this
+                sub_scope = _scope_of(scope, sub)
+                if sub_scope is None or not isinstance(sub, exp.Select) or len(sub.expressions) != 1:
+                    continue
+                alias = f"__sb_subquery_{n}"
+                right = self.scope_output(sub_scope)
+                pairs = [(_key(inner.this, only), (alias, sub.expressions[0].alias_or_name.lower()))]
+                if negated:
+                    self.null_aware_anti_join(inner, pairs, left_aliases, alias, {**sources, alias: right})
+                    continue
+                kind = "semi"
+            elif isinstance(inner, exp.Exists) and isinstance(inner.this, exp.Select):
+                sub = inner.this
+                sub_scope = _scope_of(scope, sub)
+                from_expr = sub.args.get("from_") or sub.args.get("from")
+                if sub_scope is None or from_expr is None or sub.args.get("joins") or sub.args.get("where") is None:
+                    continue
+                alias = from_expr.this.alias_or_name
+                right = self.source_outputs(sub_scope).get(alias)
+                if right is None or alias in left_aliases:
+                    continue
+                pairs = equi_pairs(sub.args["where"].this, set(left_aliases), alias)
+                if not pairs:
+                    continue
+                kind = "anti" if negated else "semi"
+            else:
+                continue
+            new_part, unk = self.judge_pairs(
+                pairs, kind, _line(inner), left_aliases, alias, part, {**sources, alias: right}
+            )
+            part = new_part
+            unknown = unknown or unk or right.unknown
+        return part, unknown
+
+    def null_aware_anti_join(self, node, pairs, left_aliases, alias, sources) -> None:
+        left = self.side_description(left_aliases, [pairs[0][0]], sources)
+        right = self.side_description([alias], [pairs[0][1]], sources)
+        sides = [
+            Side(left["relation"], left["keys"], False, False, [], left["local"]),
+            Side(right["relation"], right["keys"], False, False, [], right["local"]),
+        ]
+        finding = Finding(
+            "join", _line(node), sides, join_type="anti (null-aware)", unknown=left["unknown"] or right["unknown"]
+        )
+        finding.suggestions = [
+            "NOT IN (subquery) runs as a null-aware anti join that broadcasts every row of the subquery: "
+            "where the key cannot be NULL, write NOT EXISTS (a sort-merge anti join that can use the buckets)"
+        ]
+        self.findings.append(finding)
+
+    def judge_pairs(
+        self,
+        pairs: list[tuple],
+        kind: str,
+        line: int,
+        left_aliases: list[str],
+        right_alias: str,
+        left_part: Part | None,
+        sources: dict[str, Output],
+    ) -> tuple[Part | None, bool]:
+        right = sources[right_alias]
         l_keys, r_keys = [lk for lk, _ in pairs], [rk for _, rk in pairs]
         left_desc = self.side_description(left_aliases, l_keys, sources)
         right_desc = self.side_description([right_alias], r_keys, sources)
@@ -296,16 +387,18 @@ class Analyzer:
         # Keys that are not plain columns on a side cannot match its partitioning.
         l_plain = all(isinstance(k, tuple) for k in l_keys)
         r_plain = all(isinstance(k, tuple) for k in r_keys)
+        # Spark coerces the two keys of a pair to one type, casting the
+        # narrower side (both when neither is numeric-wider), also when the
+        # other key is itself a CAST: that cast's type is the key's type.
         l_type_ok, r_type_ok = True, True
-        if l_plain and r_plain:
-            for lk, rk in zip(l_keys, r_keys, strict=True):
-                lt, rt = _type_of(lk, sources), _type_of(rk, sources)
-                if lt and rt and _norm_type(lt) != _norm_type(rt):
-                    wider = _wider(lt, rt)
-                    if wider != "left":
-                        l_type_ok = False
-                    if wider != "right":
-                        r_type_ok = False
+        for lk, rk in zip(l_keys, r_keys, strict=True):
+            lt, rt = _key_type(lk, sources), _key_type(rk, sources)
+            if lt and rt and _norm_type(lt) != _norm_type(rt):
+                wider = _wider(lt, rt, self.settings.ansi)
+                if wider != "left":
+                    l_type_ok = False
+                if wider != "right":
+                    r_type_ok = False
         unknown = left_desc["unknown"] or right_desc["unknown"]
 
         lpos = satisfies(left_part, l_keys, self.settings.require_all_cluster_keys) if l_plain and l_type_ok else None
@@ -364,7 +457,7 @@ class Analyzer:
         r_out = Part([tuple(r_keys)], num, False) if r_shuffle else right_part
         if not (l_plain and r_plain):
             return None, unknown
-        if kind in ("left",):
+        if kind in ("left", "semi", "anti"):
             return l_out, unknown
         if kind in ("right",):
             return r_out, unknown
@@ -516,6 +609,10 @@ def equi_pairs(on: exp.Expression | None, left_aliases: set[str], right_alias: s
     return pairs
 
 
+def _scope_of(scope: Scope, select: exp.Expression) -> Scope | None:
+    return next((s for s in scope.subquery_scopes if s.expression is select), None)
+
+
 def _tables(e: exp.Expression) -> set[str]:
     return {c.table for c in e.find_all(exp.Column) if c.table}
 
@@ -533,6 +630,15 @@ def _type_of(key: ColId, sources: dict[str, Output]) -> str | None:
     return src.types.get(key[1]) if src else None
 
 
+def _key_type(key, sources: dict[str, Output]) -> str | None:
+    """A join key's type: a column's, or a CAST's target; None when unknown."""
+    if isinstance(key, tuple):
+        return _type_of(key, sources)
+    if isinstance(key, exp.Cast):
+        return key.to.sql("spark").lower()
+    return None
+
+
 _NUMERIC_ORDER = ["tinyint", "smallint", "int", "bigint", "float", "double"]
 _ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float"}
 
@@ -542,11 +648,20 @@ def _norm_type(t: str) -> str:
     return _ALIASES.get(t, t)
 
 
-def _wider(left: str, right: str) -> str | None:
-    """Which side Spark keeps uncast when comparing two key types."""
+def _wider(left: str, right: str, ansi: bool = False) -> str | None:
+    """Which side Spark keeps uncast when comparing two key types (None: both are cast)."""
     a, b = _norm_type(left), _norm_type(right)
     if a in _NUMERIC_ORDER and b in _NUMERIC_ORDER:
         return "left" if _NUMERIC_ORDER.index(a) > _NUMERIC_ORDER.index(b) else "right"
+    if "string" in (a, b) and a != b:
+        other, side = (b, "right") if a == "string" else (a, "left")
+        if not ansi:
+            return side  # the string is cast to the other side's type
+        # ANSI: a string against an integral type compares as bigint, against a fractional one as double.
+        if other in _NUMERIC_ORDER:
+            common = "bigint" if _NUMERIC_ORDER.index(other) <= _NUMERIC_ORDER.index("bigint") else "double"
+            return side if other == common else None
+        return side
     return None
 
 

@@ -51,6 +51,11 @@ class EngineSettings:
         return self._get("spark.sql.sources.bucketing.enabled", "true") == "true"
 
     @property
+    def ansi(self) -> bool:
+        # dbt-spark sets spark.sql.ansi.enabled=false on every connection, whatever the profile says.
+        return self._get("spark.sql.ansi.enabled", "false") == "true"
+
+    @property
     def coalesce_enabled(self) -> bool:
         return self._get("spark.sql.bucketing.coalesceBucketsInJoin.enabled", "false") == "true"
 

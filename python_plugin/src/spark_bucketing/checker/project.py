@@ -174,7 +174,8 @@ def format_text(report: Report) -> str:
             check = ""
             if m.verification is not None and m.verification[i]["matched"] is not None:
                 check = "  [plan agrees]" if m.verification[i]["matched"] else "  [PLAN DISAGREES]"
-            lines.append(f"  line {f.line:<4} {f.kind:<9} {verdict}{check}")
+            kind = f"{f.kind} ({f.join_type})" if f.join_type and f.join_type.startswith(("semi", "anti")) else f.kind
+            lines.append(f"  line {f.line:<4} {kind:<9} {verdict}{check}")
             labels = ["left ", "right"] if f.kind == "join" else ["input"]
             for label, s in zip(labels, f.sides, strict=False):
                 state = "shuffled" if s.shuffle else "no shuffle"

@@ -10,9 +10,6 @@ already satisfies what the join or aggregation requires.
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass, field
-
 import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
@@ -20,87 +17,11 @@ from sqlglot.optimizer.scope import Scope, build_scope
 
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.keytypes import norm_type, wider
+from spark_bucketing.checker.model import ColId, Finding, Output, Part, Side
+from spark_bucketing.checker.partitions_read import partitions_read
 from spark_bucketing.checker.relations import Catalog, RelationInfo, normalize_name
-from spark_bucketing.metadata import BucketSpec, PartitionRecord
-
-ColId = tuple[str, str]  # (source alias, column) inside one query block
-
-
-@dataclass
-class Side:
-    relation: str | None
-    keys: list[str]
-    bucketed: bool
-    shuffle: bool
-    reasons: list[str] = field(default_factory=list)
-    local_keys: list[str] = field(default_factory=list)  # key names as the query block sees them
-
-    def to_json(self) -> dict:
-        return {
-            "relation": self.relation,
-            "keys": self.keys,
-            "bucketed": self.bucketed,
-            "shuffle": self.shuffle,
-            "reasons": self.reasons,
-        }
-
-
-@dataclass
-class Finding:
-    kind: str  # join | aggregate | window | distinct | query
-    line: int
-    sides: list[Side]
-    suggestions: list[str] = field(default_factory=list)
-    join_type: str | None = None
-    unknown: bool = False
-
-    @property
-    def shuffle_free(self) -> bool:
-        return not self.unknown and not any(s.shuffle for s in self.sides)
-
-    @property
-    def between_bucketed(self) -> bool:
-        return self.kind == "join" and len(self.sides) == 2 and all(s.bucketed for s in self.sides)
-
-    def to_json(self) -> dict:
-        out = {
-            "kind": self.kind,
-            "line": self.line,
-            "shuffle_free": self.shuffle_free,
-            "sides": [s.to_json() for s in self.sides],
-            "suggestions": self.suggestions,
-        }
-        if self.join_type and self.join_type.startswith(("semi", "anti")):
-            out["join_type"] = self.join_type
-        if self.unknown:
-            out["unknown"] = True
-        return out
-
-
-@dataclass
-class Part:
-    """Output partitioning: `options` are equivalent key lists (a join output
-    is partitioned by either side's keys); `bucketed` when it comes from a
-    bucketed scan rather than a shuffle."""
-
-    options: list[tuple]
-    num: int
-    bucketed: bool
-    spec: BucketSpec | None = None
-
-
-@dataclass
-class Output:
-    """What a FROM item gives the block that reads it, by output column."""
-
-    relation: str | None
-    part: Part | None
-    types: dict[str, str | None]
-    base: dict[str, tuple[str | None, str]]  # column -> (base relation, base column)
-    notes: dict[str, list[str]]  # column -> why it is not a plain pass-through column
-    reasons: list[str]  # why the item has no usable bucketed partitioning
-    bucketed: bool
-    unknown: bool = False
+from spark_bucketing.checker.suggestions import suggestions
 
 
 def _line(node: exp.Expression | None, default: int = 1) -> int:
@@ -393,11 +314,11 @@ class Analyzer:
         l_type_ok, r_type_ok = True, True
         for lk, rk in zip(l_keys, r_keys, strict=True):
             lt, rt = _key_type(lk, sources), _key_type(rk, sources)
-            if lt and rt and _norm_type(lt) != _norm_type(rt):
-                wider = _wider(lt, rt, self.settings.ansi)
-                if wider != "left":
+            if lt and rt and norm_type(lt) != norm_type(rt):
+                kept = wider(lt, rt, self.settings.ansi)
+                if kept != "left":
                     l_type_ok = False
-                if wider != "right":
+                if kept != "right":
                     r_type_ok = False
         unknown = left_desc["unknown"] or right_desc["unknown"]
 
@@ -639,32 +560,6 @@ def _key_type(key, sources: dict[str, Output]) -> str | None:
     return None
 
 
-_NUMERIC_ORDER = ["tinyint", "smallint", "int", "bigint", "float", "double"]
-_ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float"}
-
-
-def _norm_type(t: str) -> str:
-    t = t.strip().lower()
-    return _ALIASES.get(t, t)
-
-
-def _wider(left: str, right: str, ansi: bool = False) -> str | None:
-    """Which side Spark keeps uncast when comparing two key types (None: both are cast)."""
-    a, b = _norm_type(left), _norm_type(right)
-    if a in _NUMERIC_ORDER and b in _NUMERIC_ORDER:
-        return "left" if _NUMERIC_ORDER.index(a) > _NUMERIC_ORDER.index(b) else "right"
-    if "string" in (a, b) and a != b:
-        other, side = (b, "right") if a == "string" else (a, "left")
-        if not ansi:
-            return side  # the string is cast to the other side's type
-        # ANSI: a string against an integral type compares as bigint, against a fractional one as double.
-        if other in _NUMERIC_ORDER:
-            common = "bigint" if _NUMERIC_ORDER.index(other) <= _NUMERIC_ORDER.index("bigint") else "double"
-            return side if other == common else None
-        return side
-    return None
-
-
 def satisfies(part: Part | None, keys: list, require_all: bool) -> tuple | None:
     """Positions (in the join key list) of the partitioning's columns when
     the partitioning satisfies a clustered distribution on `keys`."""
@@ -678,134 +573,6 @@ def satisfies(part: Part | None, keys: list, require_all: bool) -> tuple | None:
             continue
         return pos
     return None
-
-
-# ---- partition pruning for evolving tables -------------------------------------
-
-
-def _literal(e: exp.Expression):
-    if isinstance(e, exp.Literal):
-        return e.this
-    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal):
-        return e.this.this
-    if isinstance(e, exp.Anonymous | exp.Func) and e.args.get("this") is not None and isinstance(e.this, exp.Literal):
-        return e.this.this
-    if isinstance(e, exp.TsOrDsToDate | exp.StrToDate) and isinstance(e.this, exp.Literal):
-        return e.this.this
-    return None
-
-
-def _coerce(value: str, sample: str):
-    for parse in (int, float, dt.date.fromisoformat):
-        try:
-            return parse(value), parse(sample)
-        except (TypeError, ValueError):
-            continue
-    return value, sample
-
-
-def partitions_read(info: RelationInfo, alias: str, select: exp.Expression) -> list[PartitionRecord]:
-    """The recorded partitions a block reads, from its WHERE conjuncts on
-    partition columns (=, IN, <, <=, >, >=, BETWEEN); anything else: all."""
-    where = select.args.get("where") if isinstance(select, exp.Select) else None
-    parts = list(info.partitions)
-    if where is None or not info.partition_by:
-        return parts
-    conds = where.this.flatten() if isinstance(where.this, exp.And) else [where.this]
-    for cond in conds:
-        col = cond.this if hasattr(cond, "this") else None
-        if not (isinstance(col, exp.Column) and col.name.lower() in info.partition_by and col.table in ("", alias)):
-            continue
-        name = col.name.lower()
-
-        def keep(p: PartitionRecord, test, name: str = name) -> bool:
-            value = next((v for k, v in p.values.items() if k.lower() == name), None)
-            return value is None or test(value)
-
-        if isinstance(cond, exp.In):
-            values = [_literal(v) for v in cond.expressions]
-            if None in values:
-                continue
-            parts = [
-                p for p in parts if keep(p, lambda v, vs=values: any(a == b for a, b in (_coerce(x, v) for x in vs)))
-            ]
-        elif isinstance(cond, exp.Between):
-            lo, hi = _literal(cond.args["low"]), _literal(cond.args["high"])
-            if lo is None or hi is None:
-                continue
-            parts = [
-                p
-                for p in parts
-                if keep(p, lambda v, lo=lo, hi=hi: _coerce(lo, v)[0] <= _coerce(lo, v)[1] <= _coerce(hi, v)[0])
-            ]
-        elif isinstance(cond, exp.EQ | exp.GT | exp.GTE | exp.LT | exp.LTE):
-            lit = _literal(cond.expression)
-            if lit is None:
-                continue
-            ops = {
-                exp.EQ: lambda a, b: b == a,
-                exp.GT: lambda a, b: b > a,
-                exp.GTE: lambda a, b: b >= a,
-                exp.LT: lambda a, b: b < a,
-                exp.LTE: lambda a, b: b <= a,
-            }
-            op = ops[type(cond)]
-            parts = [p for p in parts if keep(p, lambda v, lit=lit, op=op: op(*_coerce(lit, v)))]
-    return parts
-
-
-# ---- suggestions ----------------------------------------------------------------
-
-
-def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, right: Part | None) -> list[str]:
-    out = []
-    for side in finding.sides:
-        if not side.shuffle:
-            continue
-        rel = side.relation or "this side"
-        keys = ", ".join(side.keys)
-        for r in side.reasons:
-            text = {
-                E.HIVE_HASH: f"{rel} uses Hive's hash, which Spark never reads as bucketed: set bucket_hash='spark' "
-                "on its model if Spark is the reader that matters (Hive/Trino then read it unbucketed)",
-                E.SPARK_HASH_IN_TRINO: f"{rel} uses Spark's hash, which Trino reads as unbucketed: "
-                "set bucket_hash='hive' if Trino is the reader that matters",
-                E.NOT_BUCKETED: f"materialize {rel} with bucketed_table, clustered_by=[{keys}]"
-                + (f", buckets={left.num if left else right.num}" if (left or right) else ""),
-                E.KEYS_NOT_BUCKET_COLUMNS: f"join or group {rel} on its bucket columns, or bucket it by ({keys})",
-                E.KEYS_SUPERSET: f"join on exactly the bucket columns of {rel}, or set "
-                "spark.sql.requireAllClusterKeysForCoPartition=false",
-                E.KEY_POSITIONS: "bucket both sides by the join keys in the same order",
-                E.KEY_CAST: f"join on the column itself, not a cast of it: give {rel}'s key the other side's type "
-                "in the model that builds it",
-                E.KEY_EXPRESSION: "join on a plain bucket column, not an expression: compute the value in an "
-                "upstream model and bucket that model by it",
-                E.KEY_TYPE_MISMATCH: f"the key types differ, so Spark casts {rel}'s key: build both with the same type",
-                E.UNION: "a UNION loses bucketing: join each branch separately, or materialize the union as a "
-                "bucketed table",
-                E.AGGREGATE: "an aggregation on other columns loses bucketing: group by the bucket columns, or "
-                "bucket the aggregated model",
-                E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count"
-                + (
-                    ""
-                    if settings.coalesce_enabled
-                    else ", or set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true (ratio <= "
-                    f"{settings.max_bucket_ratio})"
-                ),
-                E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
-                E.MIXED_PARTITION_SPECS: f"the partitions of {rel} this query reads were written with different "
-                "bucket specs: backfill them with one spec, or filter to partitions that share one",
-                E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: the "
-                "partitions this query reads share one spec, but engines use the table's declaration; backfill "
-                "the older partitions (or drop them) so the table converges",
-                E.UNKNOWN_RELATION: f"{rel} is not in the catalog: build it, add it to the project, "
-                "or use --catalog live",
-                E.UNKNOWN_BUCKETING: f"nothing states how {rel} is bucketed: declare it in the source's "
-                "meta.spark_bucketing, or use --catalog live",
-            }.get(r)
-            if text and text not in out:
-                out.append(text)
-    return out
 
 
 # ---- entry point -----------------------------------------------------------------

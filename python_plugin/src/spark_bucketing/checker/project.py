@@ -13,8 +13,9 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from spark_bucketing.checker.analyze import Finding, analyze_sql
+from spark_bucketing.checker.analyze import analyze_sql
 from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.relations import Catalog, catalog_from_manifest, normalize_name, relation_from_live
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from spark_bucketing.checker.analyze import Finding
+from spark_bucketing.checker.model import Finding
 
 JOINS = ("SortMergeJoinExec", "ShuffledHashJoinExec", "BroadcastHashJoinExec", "BroadcastNestedLoopJoinExec")
 AGGREGATES = ("HashAggregateExec", "SortAggregateExec", "ObjectHashAggregateExec")

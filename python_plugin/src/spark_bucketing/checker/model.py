@@ -1,0 +1,87 @@
+"""What the analysis works with and reports: findings and their sides, and
+the partitioning a query block's output keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spark_bucketing.metadata import BucketSpec
+
+ColId = tuple[str, str]  # (source alias, column) inside one query block
+
+
+@dataclass
+class Side:
+    relation: str | None
+    keys: list[str]
+    bucketed: bool
+    shuffle: bool
+    reasons: list[str] = field(default_factory=list)
+    local_keys: list[str] = field(default_factory=list)  # key names as the query block sees them
+
+    def to_json(self) -> dict:
+        return {
+            "relation": self.relation,
+            "keys": self.keys,
+            "bucketed": self.bucketed,
+            "shuffle": self.shuffle,
+            "reasons": self.reasons,
+        }
+
+
+@dataclass
+class Finding:
+    kind: str  # join | aggregate | window | distinct | query
+    line: int
+    sides: list[Side]
+    suggestions: list[str] = field(default_factory=list)
+    join_type: str | None = None
+    unknown: bool = False
+
+    @property
+    def shuffle_free(self) -> bool:
+        return not self.unknown and not any(s.shuffle for s in self.sides)
+
+    @property
+    def between_bucketed(self) -> bool:
+        return self.kind == "join" and len(self.sides) == 2 and all(s.bucketed for s in self.sides)
+
+    def to_json(self) -> dict:
+        out = {
+            "kind": self.kind,
+            "line": self.line,
+            "shuffle_free": self.shuffle_free,
+            "sides": [s.to_json() for s in self.sides],
+            "suggestions": self.suggestions,
+        }
+        if self.join_type and self.join_type.startswith(("semi", "anti")):
+            out["join_type"] = self.join_type
+        if self.unknown:
+            out["unknown"] = True
+        return out
+
+
+@dataclass
+class Part:
+    """Output partitioning: `options` are equivalent key lists (a join output
+    is partitioned by either side's keys); `bucketed` when it comes from a
+    bucketed scan rather than a shuffle."""
+
+    options: list[tuple]
+    num: int
+    bucketed: bool
+    spec: BucketSpec | None = None
+
+
+@dataclass
+class Output:
+    """What a FROM item gives the block that reads it, by output column."""
+
+    relation: str | None
+    part: Part | None
+    types: dict[str, str | None]
+    base: dict[str, tuple[str | None, str]]  # column -> (base relation, base column)
+    notes: dict[str, list[str]]  # column -> why it is not a plain pass-through column
+    reasons: list[str]  # why the item has no usable bucketed partitioning
+    bucketed: bool
+    unknown: bool = False

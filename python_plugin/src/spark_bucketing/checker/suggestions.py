@@ -1,0 +1,58 @@
+"""What to change, per reason a side shuffles."""
+
+from __future__ import annotations
+
+from spark_bucketing.checker import engines as E
+from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.model import Finding, Part
+
+
+def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, right: Part | None) -> list[str]:
+    out = []
+    for side in finding.sides:
+        if not side.shuffle:
+            continue
+        rel = side.relation or "this side"
+        keys = ", ".join(side.keys)
+        for r in side.reasons:
+            text = {
+                E.HIVE_HASH: f"{rel} uses Hive's hash, which Spark never reads as bucketed: set bucket_hash='spark' "
+                "on its model if Spark is the reader that matters (Hive/Trino then read it unbucketed)",
+                E.SPARK_HASH_IN_TRINO: f"{rel} uses Spark's hash, which Trino reads as unbucketed: "
+                "set bucket_hash='hive' if Trino is the reader that matters",
+                E.NOT_BUCKETED: f"materialize {rel} with bucketed_table, clustered_by=[{keys}]"
+                + (f", buckets={left.num if left else right.num}" if (left or right) else ""),
+                E.KEYS_NOT_BUCKET_COLUMNS: f"join or group {rel} on its bucket columns, or bucket it by ({keys})",
+                E.KEYS_SUPERSET: f"join on exactly the bucket columns of {rel}, or set "
+                "spark.sql.requireAllClusterKeysForCoPartition=false",
+                E.KEY_POSITIONS: "bucket both sides by the join keys in the same order",
+                E.KEY_CAST: f"join on the column itself, not a cast of it: give {rel}'s key the other side's type "
+                "in the model that builds it",
+                E.KEY_EXPRESSION: "join on a plain bucket column, not an expression: compute the value in an "
+                "upstream model and bucket that model by it",
+                E.KEY_TYPE_MISMATCH: f"the key types differ, so Spark casts {rel}'s key: build both with the same type",
+                E.UNION: "a UNION loses bucketing: join each branch separately, or materialize the union as a "
+                "bucketed table",
+                E.AGGREGATE: "an aggregation on other columns loses bucketing: group by the bucket columns, or "
+                "bucket the aggregated model",
+                E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count"
+                + (
+                    ""
+                    if settings.coalesce_enabled
+                    else ", or set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true (ratio <= "
+                    f"{settings.max_bucket_ratio})"
+                ),
+                E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
+                E.MIXED_PARTITION_SPECS: f"the partitions of {rel} this query reads were written with different "
+                "bucket specs: backfill them with one spec, or filter to partitions that share one",
+                E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: the "
+                "partitions this query reads share one spec, but engines use the table's declaration; backfill "
+                "the older partitions (or drop them) so the table converges",
+                E.UNKNOWN_RELATION: f"{rel} is not in the catalog: build it, add it to the project, "
+                "or use --catalog live",
+                E.UNKNOWN_BUCKETING: f"nothing states how {rel} is bucketed: declare it in the source's "
+                "meta.spark_bucketing, or use --catalog live",
+            }.get(r)
+            if text and text not in out:
+                out.append(text)
+    return out

@@ -268,10 +268,11 @@ def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
     )
     assert op.success
 
+    # No --thrift/--state-dir: the project's own dbt target.
+    target = ["--project-dir", str(dbt_project.root), "--profiles-dir", str(dbt_project.root)]
     out = io.StringIO()
     with redirect_stdout(out):
-        # No --thrift/--state-dir: the project's own dbt target.
-        assert cli.main(["partitions", table, "--project-dir", str(dbt_project.root)]) == 0
+        assert cli.main(["partitions", table, *target]) == 0
     text = out.getvalue()
     assert "catalog declares: unbucketed" in text
     assert "latest write:     16 buckets on (k), hive hash, sorted by (id)" in text
@@ -279,7 +280,7 @@ def test_metadata_macro_run_operation_and_cli(spark, dbt_project):
 
     out = io.StringIO()
     with redirect_stdout(out):
-        assert cli.main(["partitions", table, "--project-dir", str(dbt_project.root), "--format", "json"]) == 0
+        assert cli.main(["partitions", table, *target, "--format", "json"]) == 0
     data = json.loads(out.getvalue())
     assert data["declared"] is None and len(data["partitions"]) == 3
 

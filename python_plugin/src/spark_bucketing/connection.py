@@ -46,7 +46,10 @@ class DbtTargetClient:
             set_from_args(args, {})
             config = RuntimeConfig.from_args(args)
         except Exception as exc:
-            raise TargetError(f"cannot load the dbt profile for {project_dir}: {exc}") from exc
+            raise TargetError(
+                f"cannot load the dbt profile for {project_dir} from {profiles} (pass --profiles-dir, "
+                f"or --thrift HOST:PORT / --state-dir DIR): {exc}"
+            ) from exc
         if config.credentials.type != "spark":
             raise TargetError(f"the dbt target '{config.target_name}' is of type {config.credentials.type}, not spark")
         register_adapter(config, get_mp_context())

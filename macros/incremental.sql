@@ -116,7 +116,7 @@
     select {{ cols }} from {{ new_rows }}
     union all
     select {{ cols }} from {{ target }}
-    where {{ spark_bucketing.partition_match(spec.partition_by, touched, columns) }}
+    where {{ spark_bucketing.partition_match(spec.partition_by, touched) }}
   {%- elif full_rebuild and spec.partition_by -%}
     {#- insert_overwrite: keep the partitions the new rows do not touch. -#}
     select {{ cols }} from {{ target }} as __sb_old
@@ -179,7 +179,7 @@
   {%- for s in stats if s.path in catalog -%}{%- do old_values.append(s['values']) -%}{%- endfor -%}
   {%- for path in emptied -%}{%- do old_values.append(catalog[path]) -%}{%- endfor -%}
   {%- set replaced = {} -%}
-  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, old_values, columns) -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
+  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, old_values) -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
 
   {%- for s in stats -%}
     {%- call statement('spark_bucketing_switch_partition') -%}
@@ -193,7 +193,7 @@
   {%- endfor -%}
   {%- set written_props = spark_bucketing.metadata_properties(spec, stats) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
-  {%- do spark_bucketing.verify_switch(rels, spec, columns, stats, catalog, replaced) -%}
+  {%- do spark_bucketing.verify_switch(rels, spec, stats, catalog, replaced) -%}
 
   {#- Static partitions the new rows left empty are dropped. -#}
   {%- for path in emptied -%}
@@ -222,14 +222,14 @@
   {{ return({'records': records, 'unlisted_keys': unlisted_keys, 'declared': declared, 'written': written, 'obsolete': obsolete}) }}
 {% endmacro %}
 
-{% macro verify_switch(rels, spec, columns, stats, catalog, replaced) %}
+{% macro verify_switch(rels, spec, stats, catalog, replaced) %}
   {#- Reads the switched partitions back through the table: each must show
       the folder, files and rows that were written. Otherwise the partitions
       that disagree are switched back to their old folders (still there) or
       dropped if they are new, and the run fails. A partition that held no
       files before is left on the new folder: it has no old rows to return. -#}
   {%- set after = {} -%}
-  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, stats | map(attribute='values') | list, columns) -%}
+  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, stats | map(attribute='values') | list) -%}
     {%- do after.update({s.path: s}) -%}
   {%- endfor -%}
   {%- set wrong = [] -%}

@@ -53,11 +53,10 @@
   {{ return(none) }}
 {% endmacro %}
 
-{% macro partition_stats(relation, partition_by, only=none, types=none) %}
+{% macro partition_stats(relation, partition_by, only=none) %}
   {#- Per partition folder that holds files: {path, location, files, rows,
       values {column: value as string}}. `only`, a list of partition values,
-      restricts the scan to those partitions (`types`: the columns' types, see
-      partition_match). The scan reads no data column,
+      restricts the scan to those partitions. The scan reads no data column,
       so Spark never plans it as a bucketed scan (which would skip files
       whose bucket id is too high): every file is counted, whatever the
       session's settings, and Parquet and ORC answer from their footers. -#}
@@ -68,7 +67,7 @@
            {%- for p in partition_by %}, max(__sb_p{{ loop.index0 }}){% endfor %}
     from (
       select *, {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir
-      from ({{ spark_bucketing.files_sql(relation, partition_by, only, types) }}) as __sb_files
+      from ({{ spark_bucketing.files_sql(relation, partition_by, only) }}) as __sb_files
     ) as __sb_dirs
     group by 1, 2
   {%- endset -%}
@@ -83,7 +82,7 @@
   {{ return(out) }}
 {% endmacro %}
 
-{% macro files_sql(relation, partition_by, only=none, types=none) -%}
+{% macro files_sql(relation, partition_by, only=none) -%}
   {#- One row per data file: __sb_file (input_file_name()), __sb_rows, and the
       partition values as strings __sb_p<i>. Reads no data column (see
       partition_stats), and parses nothing per row. -#}
@@ -91,7 +90,7 @@
          {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
   from {{ relation }}
   {%- if only is not none %}
-  where {{ spark_bucketing.partition_match(partition_by, only, types) }}
+  where {{ spark_bucketing.partition_match(partition_by, only) }}
   {%- endif %}
   group by all
 {%- endmacro %}
@@ -100,43 +99,25 @@
   partition ({% for col, value in values.items() %}{{ spark_bucketing.quoted([col])[0] }} = {{ spark_bucketing.sql_string(value) }}{{ ', ' if not loop.last }}{% endfor %})
 {%- endmacro %}
 
-{% macro partition_match(partition_by, values_list, types=none) -%}
+{% macro partition_match(partition_by, values_list) -%}
   {#- SQL true when the row's partition columns equal one of `values_list`
-      (values as strings). With the columns' `types`, the filter is one Spark
-      hands to the metastore, which then returns only those partitions
-      however many the table has (a cast on the column would make it fetch
-      them all): up to 10 values as typed equalities; more as a typed range
-      on the first column (the metastore fails on long OR chains), with the
-      exact match applied by Spark to the partitions it returns. -#}
+      (values as strings). Compared as strings: a typed comparison would let
+      Spark hand the filter to the metastore, which then returns only those
+      partitions, but Hive metastores fail on such filters (non-string keys,
+      quotes or backslashes in a value, long OR chains), so Spark reads the
+      partition list and matches it itself. -#}
   {%- if values_list | length == 0 -%}false
-  {%- elif types is none -%}{{ spark_bucketing.partition_values_match(partition_by, values_list) }}
-  {%- elif values_list | length <= 10 -%}{{ spark_bucketing.partition_values_match(partition_by, values_list, types) }}
   {%- else -%}
-    {%- set col = partition_by[0] -%}
-    {%- set typed = [] -%}
-    {%- for values in values_list -%}
-      {%- set value = spark_bucketing.lookup_ci(values, col) -%}
-      {%- if value is not none -%}{%- do typed.append('cast(' ~ spark_bucketing.sql_string(value) ~ ' as ' ~ spark_bucketing.lookup_ci(types, col) ~ ')') -%}{%- endif -%}
-    {%- endfor -%}
-    {%- if typed | length == values_list | length -%}
-    ({{ spark_bucketing.quoted([col])[0] }} between least({{ typed | join(', ') }}) and greatest({{ typed | join(', ') }})) and
-    {% endif -%}
-    {{ spark_bucketing.partition_values_match(partition_by, values_list) }}
-  {%- endif -%}
-{%- endmacro %}
-
-{% macro partition_values_match(partition_by, values_list, types=none) -%}
-  {#- The exact match behind partition_match: typed equalities with `types`, else as strings. -#}
   ({%- for values in values_list -%}
     ({%- for col in partition_by -%}
       {%- set value = spark_bucketing.lookup_ci(values, col) -%}
       {%- set column = spark_bucketing.quoted([col])[0] -%}
       {%- if value is none -%}{{ column }} is null
-      {%- elif types is not none -%}{{ column }} = cast({{ spark_bucketing.sql_string(value) }} as {{ spark_bucketing.lookup_ci(types, col) }})
       {%- else -%}cast({{ column }} as string) = {{ spark_bucketing.sql_string(value) }}
       {%- endif -%}{{ ' and ' if not loop.last }}
     {%- endfor -%}){{ ' or ' if not loop.last }}
   {%- endfor -%})
+  {%- endif -%}
 {%- endmacro %}
 
 {% macro lookup_ci(mapping, key) %}

@@ -101,20 +101,17 @@
 
 {% macro partition_match(partition_by, values_list) -%}
   {#- SQL true when the row's partition columns equal one of `values_list`
-      (values as strings). Compared as strings: a typed comparison would let
-      Spark hand the filter to the metastore, which then returns only those
-      partitions, but Hive metastores fail on such filters (non-string keys,
-      quotes or backslashes in a value, long OR chains), so Spark reads the
-      partition list and matches it itself. -#}
+      (values as strings). `<=>` on the value as a string is a filter Spark
+      never hands to the metastore: Hive metastores fail on pushed filters
+      (non-string keys, quotes or backslashes in a value, long OR chains), so
+      Spark reads the partition list and matches it itself. -#}
   {%- if values_list | length == 0 -%}false
   {%- else -%}
   ({%- for values in values_list -%}
     ({%- for col in partition_by -%}
       {%- set value = spark_bucketing.lookup_ci(values, col) -%}
       {%- set column = spark_bucketing.quoted([col])[0] -%}
-      {%- if value is none -%}{{ column }} is null
-      {%- else -%}cast({{ column }} as string) = {{ spark_bucketing.sql_string(value) }}
-      {%- endif -%}{{ ' and ' if not loop.last }}
+      cast({{ column }} as string) <=> {{ 'null' if value is none else spark_bucketing.sql_string(value) }}{{ ' and ' if not loop.last }}
     {%- endfor -%}){{ ' or ' if not loop.last }}
   {%- endfor -%})
   {%- endif -%}

@@ -110,8 +110,7 @@
   ({%- for values in values_list -%}
     ({%- for col in partition_by -%}
       {%- set value = spark_bucketing.lookup_ci(values, col) -%}
-      {%- set column = spark_bucketing.quoted([col])[0] -%}
-      cast({{ column }} as string) <=> {{ 'null' if value is none else spark_bucketing.sql_string(value) }}{{ ' and ' if not loop.last }}
+      cast({{ spark_bucketing.quoted([col])[0] }} as string) <=> {{ 'null' if value is none else spark_bucketing.sql_string(value) }}{{ ' and ' if not loop.last }}
     {%- endfor -%}){{ ' or ' if not loop.last }}
   {%- endfor -%})
   {%- endif -%}

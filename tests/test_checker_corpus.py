@@ -233,7 +233,10 @@ def test_static_verdict_equals_the_physical_plan(spark, corpus_catalog, label, c
         results = verify(spark, sql, findings)
     finally:
         for key, value in previous.items():
-            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
     report = [
         (f.kind, [(s.relation, s.keys, s.shuffle, s.reasons) for s in f.sides], r)
         for f, r in zip(findings, results, strict=True)

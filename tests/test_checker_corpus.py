@@ -4,15 +4,18 @@ answer (shuffle or not) equals the plan's (an Exchange under it or not)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import relation_from_live
-from spark_bucketing.checker.verify import verify
+from spark_bucketing.checker.verify import explain, scans, verify
 from spark_bucketing.metadata import SparkClient
 from tests.support.incremental import run_model
 
 S = "t_checker_corpus"
+AUTO_BUCKETED_SCAN = "spark.sql.sources.bucketing.autoBucketedScan.enabled"
 TABLES = {
     # name: (columns, bucketing clause or None, storage)
     "a8": ("k int, v string, k2 bigint, g int", "clustered by (k) into 8 buckets", "using parquet"),
@@ -26,11 +29,14 @@ TABLES = {
     "h8": ("k int, w string", "clustered by (k) into 8 buckets", "stored as parquet"),
     "h8b": ("k int, w string", "clustered by (k) into 8 buckets", "stored as parquet"),
     "p": ("k int, w string, g int", None, "using parquet"),
+    "s8": ("s string, k int", "clustered by (s) into 8 buckets", "using parquet"),
 }
 
 COALESCE = {"spark.sql.bucketing.coalesceBucketsInJoin.enabled": "true"}
 NO_REQUIRE_ALL = {"spark.sql.requireAllClusterKeysForCoPartition": "false"}
 NO_BUCKETING = {"spark.sql.sources.bucketing.enabled": "false"}
+ORDERED = {"spark.sql.legacy.bucketedTableScan.outputOrdering": "true"}
+DAY0 = "'2024-01-01'"
 
 CORPUS = [
     # counts equal / different, coalescing on and off
@@ -180,6 +186,73 @@ CORPUS = [
     ),
     ("evolving, in list", {}, "select * from {S}.ev e join {S}.b8 b on e.k = b.k where e.day in ('2024-01-03')"),
     ("evolving, group by", {}, "select k, count(*) from {S}.ev where day >= '2024-01-02' group by k"),
+    # lookups: how many buckets a filter reads (bucket pruning)
+    ("lookup =", {}, "select * from {S}.a8 where k = 5"),
+    ("lookup = reversed", {}, "select * from {S}.a8 where 7 = k"),
+    ("lookup IN", {}, "select * from {S}.a8 where k in (1, 2, 3)"),
+    ("lookup IN, 13 values (InSet)", {}, "select * from {S}.a8 where k in (1,2,3,4,5,6,7,8,9,10,11,12,13)"),
+    ("lookup IS NULL", {}, "select * from {S}.a8 where k is null"),
+    ("lookup <=> NULL", {}, "select * from {S}.a8 where k <=> null"),
+    ("lookup OR", {}, "select * from {S}.a8 where k = 5 or k = 11"),
+    ("lookup OR with IS NULL", {}, "select * from {S}.a8 where k = 5 or k is null"),
+    ("lookup AND", {}, "select * from {S}.a8 where k in (1, 2, 3) and k in (3, 4)"),
+    ("lookup AND other column", {}, "select * from {S}.a8 where k = 5 and v = 'x'"),
+    ("lookup OR other column", {}, "select * from {S}.a8 where k = 5 or v = 'x'"),
+    ("lookup range", {}, "select * from {S}.a8 where k between 1 and 3"),
+    ("lookup negation", {}, "select * from {S}.a8 where not (k = 5)"),
+    ("lookup expression", {}, "select * from {S}.a8 where k + 1 = 5"),
+    ("lookup cast to string", {}, "select * from {S}.a8 where cast(k as string) = '5'"),
+    ("lookup cast to bigint", {}, "select * from {S}.a8 where cast(k as bigint) = 5"),
+    ("lookup string literal on int", {}, "select * from {S}.a8 where k = '5'"),
+    ("lookup mixed IN list", {}, "select * from {S}.a8 where k in (1, '2')"),
+    ("lookup number on string column", {}, "select * from {S}.s8 where s = 5"),
+    ("lookup string column", {}, "select * from {S}.s8 where s in ('a', 'b')"),
+    ("lookup negative", {}, "select * from {S}.a8 where k = -3"),
+    ("lookup bigint column", {}, "select * from {S}.kb8 where k = 12"),
+    ("lookup two bucket columns", {}, "select * from {S}.m8 where k = 1 and g = 2"),
+    ("lookup hive table", {}, "select * from {S}.h8 where k = 1"),
+    ("lookup through CTE", {}, "with c as (select k as kk, v from {S}.a8) select * from c where kk = 3"),
+    (
+        "lookup through two CTEs",
+        {},
+        "with c as (select * from {S}.a8), d as (select k, v from c) select * from d where k = 9",
+    ),
+    (
+        "lookup inferred through join",
+        {},
+        "select * from {S}.a8 a join {S}.b8 b on a.k = b.k where a.k in (1, 2, 3)",
+    ),
+    ("lookup in left join ON", {}, "select * from {S}.a8 a left join {S}.b8 b on a.k = b.k and b.k = 3"),
+    ("lookup on preserved side", {}, "select * from {S}.a8 a left join {S}.b8 b on a.k = b.k where a.k = 3"),
+    ("lookup on evolving table", {}, "select * from {S}.ev where k = 3"),
+    ("lookup with join on other side", {}, "select * from {S}.a8 a join {S}.p on a.k = p.k where p.g = 2"),
+    # sort-merge joins that skip their Sort: one file per bucket, sorted_by the keys, one partition read
+    (
+        "sorted self-join, one partition, ordering on",
+        ORDERED,
+        f"select * from {{S}}.sk a join {{S}}.sk b on a.id = b.id where a.day = {DAY0} and b.day = {DAY0}",
+    ),
+    (
+        "sorted self-join, one partition, ordering off",
+        {},
+        f"select * from {{S}}.sk a join {{S}}.sk b on a.id = b.id where a.day = {DAY0} and b.day = {DAY0}",
+    ),
+    (
+        "sorted self-join, two partitions",
+        ORDERED,
+        f"select * from {{S}}.sk a join {{S}}.sk b on a.id = b.id where a.day = {DAY0}",
+    ),
+    (
+        "sorted join through CTE",
+        ORDERED,
+        f"with x as (select id, k from {{S}}.sk where day = {DAY0}) "
+        f"select * from x join {{S}}.sk b on x.id = b.id where b.day = {DAY0}",
+    ),
+    (
+        "sorted table joined on another column",
+        ORDERED,
+        f"select * from {{S}}.sk a join {{S}}.a8 b on a.id = b.k where a.day = {DAY0}",
+    ),
 ]
 
 
@@ -201,9 +274,11 @@ def corpus_catalog(spark, dbt_project):
     base = {"bucket_hash": "spark", "on_change": "evolve"}
     run_model(dbt_project, "ev", {**base, "days": [0, 1]})
     run_model(dbt_project, "ev", {**base, "days": [2], "buckets": 16})
+    # Sorted by its bucket column, one file per bucket per day.
+    run_model(dbt_project, "sk", {"bucket_hash": "spark", "clustered_by": "id", "days": [0, 1]})
     client = SparkClient(spark)
     catalog = Catalog()
-    for name in [*TABLES, "ev"]:
+    for name in [*TABLES, "ev", "sk"]:
         catalog.add(relation_from_live(client, f"{S}.{name}"))
     assert catalog.get(f"{S}.ev").evolving
     return catalog
@@ -215,7 +290,7 @@ def _settings(conf):
 
 
 def test_corpus_covers_every_rule():
-    assert len(CORPUS) >= 70
+    assert len(CORPUS) >= 90
     assert len({label for label, _, _ in CORPUS}) == len(CORPUS)
 
 
@@ -230,7 +305,12 @@ def test_static_verdict_equals_the_physical_plan(spark, corpus_catalog, label, c
     for key, value in conf.items():
         spark.conf.set(key, value)
     try:
-        results = verify(spark, sql, findings)
+        results = verify(SparkClient(spark), sql, findings)
+        pruned = [
+            (table, selected[0])
+            for table, selected in scans(explain(SparkClient(spark), sql, {AUTO_BUCKETED_SCAN: "false"}))
+            if selected and selected[0] < selected[1]
+        ]
     finally:
         for key, value in previous.items():
             if value is None:
@@ -241,9 +321,61 @@ def test_static_verdict_equals_the_physical_plan(spark, corpus_catalog, label, c
         (f.kind, [(s.relation, s.keys, s.shuffle, s.reasons) for s in f.sides], r)
         for f, r in zip(findings, results, strict=True)
     ]
-    assert all(r["matched"] for r in results), report
+    assert all(r["matched"] for r in results), "\n".join(map(str, report))
     # Every shuffling side says why.
     assert all(s.reasons for f in findings for s in f.sides if s.shuffle), report
+    # Every scan whose buckets the plan prunes has its lookup finding.
+    lookups = Counter((f.sides[0].relation, f.buckets_read) for f in findings if f.kind == "lookup")
+    assert not Counter(pruned) - lookups, (pruned, report)
+    # A lookup that reads every bucket says why.
+    assert all(f.sides[0].reasons for f in findings if f.kind == "lookup" and f.buckets_read == f.buckets), report
+
+
+@pytest.mark.parametrize(
+    "label, sorts",
+    [
+        ("sorted self-join, one partition, ordering on", ["skipped", "skipped"]),
+        ("sorted self-join, one partition, ordering off", ["skippable", "skippable"]),
+        ("sorted self-join, two partitions", ["skipped", "needed"]),
+        ("sorted join through CTE", ["skipped", "skipped"]),
+        # a8's int key is cast to sk's bigint: that side is shuffled, so sorted.
+        ("sorted table joined on another column", ["skipped", "needed"]),
+        ("equal counts", [None, None]),
+    ],
+)
+def test_sort_merge_join_sorts(corpus_catalog, label, sorts):
+    """Which join sides need their Sort (the plans agree: the corpus test)."""
+    (conf, sql) = [(c, q) for name, c, q in CORPUS if name == label][0]
+    (join,) = [f for f in analyze_sql(sql.format(S=S), corpus_catalog, _settings(conf)) if f.kind == "join"]
+    assert [s.sort for s in join.sides] == sorts
+    if "skippable" in sorts:
+        assert any("outputOrdering" in text for text in join.suggestions)
+
+
+@pytest.mark.parametrize(
+    "label, read, reason",
+    [
+        ("lookup =", 1, None),
+        ("lookup = reversed", 8, "LITERAL_BEFORE_COLUMN"),
+        ("lookup IN, 13 values (InSet)", 6, None),
+        ("lookup OR other column", 8, "OR_WITH_OTHER_COLUMNS"),
+        ("lookup range", 8, "PREDICATE_NOT_PRUNABLE"),
+        ("lookup cast to string", 8, "KEY_CAST"),
+        ("lookup cast to bigint", 1, None),
+        ("lookup mixed IN list", 8, "LITERAL_TYPE_CASTS_COLUMN"),
+        ("lookup number on string column", 8, "LITERAL_TYPE_CASTS_COLUMN"),
+        ("lookup two bucket columns", 8, "PRUNING_NEEDS_ONE_BUCKET_COLUMN"),
+        ("lookup hive table", 8, "HIVE_HASH_NOT_USED_BY_SPARK"),
+        ("lookup through two CTEs", 1, None),
+        ("lookup on evolving table", 16, "EVOLVING_TABLE_DECLARED_UNBUCKETED"),
+    ],
+)
+def test_lookup_findings(corpus_catalog, label, read, reason):
+    (sql,) = [q for name, _, q in CORPUS if name == label]
+    lookups = [f for f in analyze_sql(sql.format(S=S), corpus_catalog, _settings({})) if f.kind == "lookup"]
+    assert [f.buckets_read for f in lookups] == [read]
+    assert lookups[0].sides[0].reasons == ([reason] if reason else [])
+    assert bool(lookups[0].suggestions) == bool(reason)
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,9 @@ from sqlglot.optimizer.scope import Scope, build_scope
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.keytypes import norm_type, wider
+from spark_bucketing.checker.lookups import lookup_findings
 from spark_bucketing.checker.model import ColId, Finding, Output, Part, Side
+from spark_bucketing.checker.ordering import scan_order, sort_state
 from spark_bucketing.checker.partitions_read import partitions_read
 from spark_bucketing.checker.relations import Catalog, RelationInfo, normalize_name
 from spark_bucketing.checker.suggestions import suggestions
@@ -61,7 +63,14 @@ class Analyzer:
         part = None
         if ok:
             alias = table.alias_or_name
-            part = Part([tuple((alias, c.lower()) for c in spec.clustered_by)], spec.buckets, True, spec)
+            read = partitions_read(info, alias, scope.expression)
+            part = Part(
+                [tuple((alias, c.lower()) for c in spec.clustered_by)],
+                spec.buckets,
+                True,
+                spec,
+                scan_order(info, spec, read, alias),
+            )
         return Output(info.name, part, types, base, {}, reasons, ok)
 
     def _evolution_reasons(self, info: RelationInfo, table: exp.Table, scope: Scope) -> list[str]:
@@ -152,7 +161,7 @@ class Analyzer:
             )
         for window in select.find_all(exp.Window):
             if window.args.get("partition_by") and _in_block(window, select):
-                self.judge_grouping(
+                part = self.judge_grouping(
                     "window", window, window.args["partition_by"], part, sources, select, changes_partitioning=False
                 )
 
@@ -195,7 +204,7 @@ class Analyzer:
         if part is not None:
             options = [tuple(rename[c] for c in opt) for opt in part.options if all(c in rename for c in opt)]
             if options:
-                out_part = Part(options, part.num, part.bucketed, part.spec)
+                out_part = Part(options, part.num, part.bucketed, part.spec, _renamed_order(part.sorted, rename))
         relation = None
         if single and len(sources) == 1:
             only = next(iter(sources.values()))
@@ -351,6 +360,7 @@ class Analyzer:
 
         left_reasons = [] if not l_shuffle else self.why(left_part, l_keys, l_plain, l_type_ok, left_desc) + extra_l
         right_reasons = [] if not r_shuffle else self.why(right_part, r_keys, r_plain, r_type_ok, right_desc) + extra_r
+        ordered = self.settings.sorted_scan_output
         sides = [
             Side(
                 left_desc["relation"],
@@ -359,6 +369,7 @@ class Analyzer:
                 l_shuffle,
                 _dedupe(left_reasons),
                 left_desc["local"],
+                sort_state(left_part, l_keys, l_shuffle, ordered) if l_plain and r_plain else None,
             ),
             Side(
                 right_desc["relation"],
@@ -367,6 +378,7 @@ class Analyzer:
                 r_shuffle,
                 _dedupe(right_reasons),
                 right_desc["local"],
+                sort_state(right_part, r_keys, r_shuffle, ordered) if l_plain and r_plain else None,
             ),
         ]
         finding = Finding("join", line, sides, join_type=kind, unknown=unknown)
@@ -482,8 +494,25 @@ class Analyzer:
         finding.suggestions = suggestions(finding, self.settings, part, None)
         self.findings.append(finding)
         if ok or not changes_partitioning:
-            return part
+            return _unordered(part)
         return Part([tuple(plain)], self.settings.shuffle_partitions, False) if len(plain) == len(keys) else None
+
+
+def _unordered(part: Part | None) -> Part | None:
+    """The partitioning after an operator that returns rows in no known order."""
+    return None if part is None else Part(part.options, part.num, part.bucketed, part.spec)
+
+
+def _renamed_order(order: tuple | None, rename: dict) -> tuple | None:
+    """A scan's row order through a projection: the prefix the projection keeps."""
+    if order is None:
+        return None
+    kept = []
+    for c in order:
+        if c not in rename:
+            break
+        kept.append(rename[c])
+    return tuple(kept)
 
 
 # ---- helpers ------------------------------------------------------------------
@@ -498,6 +527,7 @@ def _prefix(part: Part | None, alias: str) -> Part | None:
         part.num,
         part.bucketed,
         part.spec,
+        None if part.sorted is None else tuple((alias, c) if isinstance(c, str) else c for c in part.sorted),
     )
 
 
@@ -614,7 +644,7 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
     analyzer.scope_output(root)
     for scope in root.traverse():  # blocks no other block reads (e.g. scalar subqueries)
         analyzer.scope_output(scope)
-    findings = analyzer.findings
+    findings = analyzer.findings + lookup_findings(root, catalog, settings)
     unknown_rel = [f for f in findings if f.unknown]
     for f in unknown_rel:
         if not any("not in the catalog" in s for s in f.suggestions):

@@ -68,6 +68,10 @@ class EngineSettings:
         return self._get("spark.sql.requireAllClusterKeysForCoPartition", "true") == "true"
 
     @property
+    def sorted_scan_output(self) -> bool:
+        return self._get("spark.sql.legacy.bucketedTableScan.outputOrdering", "false") == "true"
+
+    @property
     def shuffle_partitions(self) -> int:
         return int(self._get("spark.sql.shuffle.partitions", "200"))
 

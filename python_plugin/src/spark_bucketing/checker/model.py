@@ -18,25 +18,36 @@ class Side:
     shuffle: bool
     reasons: list[str] = field(default_factory=list)
     local_keys: list[str] = field(default_factory=list)  # key names as the query block sees them
+    # Sort-merge join sides: "needed", "skipped" (the scan is read in key
+    # order), "skippable" (it would be, with the ordering setting on), or
+    # None when the file layout is not known.
+    sort: str | None = None
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "relation": self.relation,
             "keys": self.keys,
             "bucketed": self.bucketed,
             "shuffle": self.shuffle,
             "reasons": self.reasons,
         }
+        if self.sort is not None:
+            out["sort"] = self.sort
+        return out
 
 
 @dataclass
 class Finding:
-    kind: str  # join | aggregate | window | distinct | query
+    kind: str  # join | aggregate | window | distinct | lookup | query
     line: int
     sides: list[Side]
     suggestions: list[str] = field(default_factory=list)
     join_type: str | None = None
     unknown: bool = False
+    # Lookups: the table's bucket count and how many of them a filter reads
+    # (None: the filter's values are not known before the query runs).
+    buckets: int | None = None
+    buckets_read: int | None = None
 
     @property
     def shuffle_free(self) -> bool:
@@ -56,6 +67,9 @@ class Finding:
         }
         if self.join_type and self.join_type.startswith(("semi", "anti")):
             out["join_type"] = self.join_type
+        if self.kind == "lookup":
+            out["buckets"] = self.buckets
+            out["buckets_read"] = self.buckets_read
         if self.unknown:
             out["unknown"] = True
         return out
@@ -71,6 +85,10 @@ class Part:
     num: int
     bucketed: bool
     spec: BucketSpec | None = None
+    # The order a bucketed scan returns rows in when each selected bucket is
+    # one file (Spark's `sorted_by` output ordering), in the block's column ids.
+    # None when the files are not known.
+    sorted: tuple | None = None
 
 
 @dataclass

@@ -55,4 +55,10 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
             }.get(r)
             if text and text not in out:
                 out.append(text)
+    skippable = [s.relation or "a side" for s in finding.sides if s.sort == "skippable"]
+    if skippable:
+        out.append(
+            f"{' and '.join(skippable)} is read one file per bucket in sorted_by order: set "
+            "spark.sql.legacy.bucketedTableScan.outputOrdering=true and the sort-merge join skips its Sort"
+        )
     return out

@@ -1,16 +1,21 @@
-"""Ground truth from Spark: the physical plan of a query, and whether each
-join side and each aggregation in it has a shuffle (an Exchange) under it."""
+"""Ground truth from Spark: the physical plan of a query (`EXPLAIN` over any
+connection), and per finding what it shows: an Exchange under each join side
+and aggregation, a Sort under each sort-merge join side, the buckets each
+file scan selects."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from spark_bucketing.checker.model import Finding
+from spark_bucketing.checker.plan_text import Node, bracket_groups, key_names, parse_plan, scan_table, selected_buckets
 
-JOINS = ("SortMergeJoinExec", "ShuffledHashJoinExec", "BroadcastHashJoinExec", "BroadcastNestedLoopJoinExec")
-AGGREGATES = ("HashAggregateExec", "SortAggregateExec", "ObjectHashAggregateExec")
-NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)#\d+")
+JOINS = ("SortMergeJoin", "ShuffledHashJoin", "BroadcastHashJoin", "BroadcastNestedLoopJoin")
+AGGREGATES = ("HashAggregate", "SortAggregate", "ObjectHashAggregate")
+# Operators that pass rows through without a distribution requirement of their own.
+TRANSPARENT = {"Project", "Filter", "Sort", "ColumnarToRow", "RowToColumnar", "CollectLimit", "LocalLimit"}
+EXCHANGES = {"Exchange", "ReusedExchange"}
+SORT_ORDERING = "spark.sql.legacy.bucketedTableScan.outputOrdering"
 
 
 @dataclass
@@ -18,118 +23,144 @@ class PlanNode:
     kind: str  # join | aggregate | window
     keys: list[list[str]]  # per side (joins: [left, right]; others: [keys])
     shuffles: list[bool]
+    sorts: list[bool]  # per side: a Sort between the operator and its input
+    operator: str
     used: bool = False
 
 
-def _children(node) -> list:
-    seq = node.children()
-    return [seq.apply(i) for i in range(seq.size())]
-
-
-def _names(exprs) -> list[str]:
-    out = []
-    for i in range(exprs.size()):
-        found = NAME.findall(exprs.apply(i).toString())
-        out.append(",".join(sorted({n.lower() for n in found})))
-    return out
-
-
-# Operators that pass rows through without a distribution requirement of their own.
-TRANSPARENT = {
-    "WholeStageCodegenExec",
-    "InputAdapter",
-    "ProjectExec",
-    "FilterExec",
-    "SortExec",
-    "ColumnarToRowExec",
-    "RowToColumnarExec",
-    "CollectLimitExec",
-    "LocalLimitExec",
-}
-EXCHANGES = {"ShuffleExchangeExec", "ReusedExchangeExec"}
-
-
-def _shuffled_below(node) -> bool:
-    """An Exchange between the operator and its input: looking down through
-    pass-through operators only, so that an aggregation's or another join's
-    own shuffle is not counted against this one."""
+def _below(node: Node) -> tuple[bool, bool]:
+    """(an Exchange, a Sort) between an operator and its input: looking down
+    through pass-through operators only, so that an aggregation's or another
+    join's own shuffle is not counted against this one."""
+    sort = False
     while True:
-        name = node.getClass().getSimpleName()
-        if name in EXCHANGES:
-            return True
-        kids = _children(node)
-        if name not in TRANSPARENT or len(kids) != 1:
-            return False
-        node = kids[0]
+        if node.name in EXCHANGES:
+            return True, sort
+        sort = sort or node.name == "Sort"
+        if node.name not in TRANSPARENT or len(node.children) != 1:
+            return False, sort
+        node = node.children[0]
 
 
-def plan_nodes(spark, sql: str) -> list[PlanNode]:
-    """Joins, aggregations and windows of the query's physical plan, AQE off
-    (it leaves bucketed joins alone) so that the plan is the static one."""
-    previous = spark.conf.get("spark.sql.adaptive.enabled")
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        root = spark.sql(sql)._jdf.queryExecution().executedPlan()
-    finally:
-        spark.conf.set("spark.sql.adaptive.enabled", previous)
+def plan_nodes(root: Node) -> list[PlanNode]:
+    """Joins, aggregations and windows of a plan, lowest first."""
     out: list[PlanNode] = []
 
-    def walk(node):
-        # Children first: the plan's lower operators are the query's earlier ones.
-        name = node.getClass().getSimpleName()
-        kids = _children(node)
-        if name in AGGREGATES:
+    def walk(node: Node):
+        kids = node.children
+        if node.name in AGGREGATES and kids:
             # A final aggregate: the partial one below it groups by the same keys.
             below = kids[0]
-            while below.getClass().getSimpleName() not in AGGREGATES and len(_children(below)) == 1:
-                below = _children(below)[0]
-            for k in _children(below) if below.getClass().getSimpleName() in AGGREGATES else kids:
+            while below.name not in AGGREGATES and len(below.children) == 1:
+                below = below.children[0]
+            for k in below.children if below.name in AGGREGATES else kids:
                 walk(k)
-            keys = _names(node.groupingExpressions())
+            groups = bracket_groups(node.text)
+            keys = key_names(groups[0]) if groups and node.text.startswith(("(keys=", "(key=")) else []
             if keys:
-                out.append(PlanNode("aggregate", [keys], [_shuffled_below(kids[0])]))
+                shuffle, sort = _below(kids[0])
+                out.append(PlanNode("aggregate", [keys], [shuffle], [sort], node.name))
             return
         for k in kids:
             walk(k)
-        if name in JOINS and len(kids) == 2:
-            out.append(
-                PlanNode(
-                    "join",
-                    [_names(node.leftKeys()), _names(node.rightKeys())],
-                    [_shuffled_below(kids[0]), _shuffled_below(kids[1])],
-                )
-            )
-        elif name == "WindowExec":
-            out.append(PlanNode("window", [_names(node.partitionSpec())], [_shuffled_below(kids[0])]))
+        if node.name in JOINS and len(kids) == 2:
+            groups = bracket_groups(node.text) if node.name != "BroadcastNestedLoopJoin" else []
+            keys = [key_names(groups[0]), key_names(groups[1])] if len(groups) >= 2 else [[], []]
+            sides = [_below(kids[0]), _below(kids[1])]
+            out.append(PlanNode("join", keys, [s[0] for s in sides], [s[1] for s in sides], node.name))
+        elif node.name == "Window" and kids:
+            groups = bracket_groups(node.text)
+            shuffle, sort = _below(kids[0])
+            keys = key_names(groups[1]) if len(groups) > 1 else []
+            out.append(PlanNode("window", [keys], [shuffle], [sort], "Window"))
 
     walk(root)
     return out
 
 
-def verify(spark, sql: str, findings: list[Finding]) -> list[dict]:
+def scans(root: Node) -> list[tuple[str, tuple[int, int] | None]]:
+    """Per file scan in plan order: the table, and (buckets read, buckets) when bucketed."""
+    return [(t, selected_buckets(n)) for n in root.walk() if (t := scan_table(n))]
+
+
+def explain(client, sql: str, conf: dict[str, str]) -> Node:
+    """The static physical plan under `conf` (AQE off: it leaves bucketed
+    joins alone). Settings are put back afterwards: over Thrift and in dbt's
+    session they belong to this connection's session only."""
+    conf = {"spark.sql.adaptive.enabled": "false", **conf}
+    previous = {}
+    for key in conf:
+        rows = client.query(f"SET {key}")
+        value = rows[0][1] if rows else None
+        previous[key] = None if value in (None, "<undefined>") else value
+    try:
+        for key, value in conf.items():
+            client.query(f"SET {key}={value}")
+        return parse_plan(client.query(f"EXPLAIN {sql}")[0][0])
+    finally:
+        for key, value in previous.items():
+            client.query(f"SET {key}={value}" if value is not None else f"RESET {key}")
+
+
+def verify(client, sql: str, findings: list[Finding]) -> list[dict]:
     """Per finding: the plan's answer and whether the static verdict matched."""
-    nodes = plan_nodes(spark, sql)
+    nodes = plan_nodes(explain(client, sql, {}))
     results = []
     for f in findings:
         if f.kind == "query":
             results.append({"matched": None, "plan": None})
-            continue
-        kind = "aggregate" if f.kind in ("aggregate", "distinct") else f.kind
-        want = [sorted(s.local_keys) for s in f.sides]
-        node = next((n for n in nodes if not n.used and n.kind == kind and [sorted(k) for k in n.keys] == want), None)
-        if node is None and kind == "join":
-            node = next(
-                (
-                    n
-                    for n in nodes
-                    if not n.used and n.kind == kind and sorted(sum(n.keys, [])) == sorted(sum(want, []))
-                ),
-                None,
-            )
-        if node is None:
-            results.append({"matched": False, "plan": "no operator with these keys in the plan"})
-            continue
-        node.used = True
-        static = [s.shuffle for s in f.sides]
-        results.append({"matched": static == node.shuffles, "plan": node.shuffles})
+        elif f.kind == "lookup":
+            results.append(None)  # below, from one more plan
+        else:
+            results.append(_match_operator(f, nodes))
+    if any(r is None for r in results):
+        # Spark drops the bucketed read of a scan no join needs, and with it the
+        # count it prints; the pruning itself stays. Keep the scans bucketed to see it.
+        found = scans(explain(client, sql, {"spark.sql.sources.bucketing.autoBucketedScan.enabled": "false"}))
+        for i, f in enumerate(findings):
+            if results[i] is None:
+                results[i] = _match_lookup(f, found)
+    if any(s.sort == "skippable" for f in findings for s in f.sides):
+        # The checker says the Sort would go with the setting on: ask the plan.
+        ordered = plan_nodes(explain(client, sql, {SORT_ORDERING: "true"}))
+        for f, r in zip(findings, results, strict=True):
+            if r.get("matched") and any(s.sort == "skippable" for s in f.sides):
+                again = _match_operator(f, ordered, skippable_as_skipped=True)
+                r["matched"] = bool(again["matched"])
     return results
+
+
+def _match_operator(f: Finding, nodes: list[PlanNode], skippable_as_skipped: bool = False) -> dict:
+    kind = "aggregate" if f.kind in ("aggregate", "distinct") else f.kind
+    want = [sorted(s.local_keys) for s in f.sides]
+    free = [n for n in nodes if not n.used and n.kind == kind]
+    node = next((n for n in free if [sorted(k) for k in n.keys] == want), None)
+    if node is None and kind == "join":
+        node = next((n for n in free if sorted(sum(n.keys, [])) == sorted(sum(want, []))), None)
+    if node is None:
+        return {"matched": False, "plan": "no operator with these keys in the plan"}
+    node.used = True
+    matched = [s.shuffle for s in f.sides] == node.shuffles
+    if matched and kind == "join" and node.operator == "SortMergeJoin":
+        for s, plan_sort in zip(f.sides, node.sorts, strict=True):
+            if s.sort is None:
+                continue
+            skipped = s.sort == "skipped" or (skippable_as_skipped and s.sort == "skippable")
+            matched = matched and skipped == (not plan_sort)
+    result = {"matched": matched, "plan": node.shuffles}
+    if kind == "join":
+        result["plan_sorts"] = node.sorts
+    return result
+
+
+def _match_lookup(f: Finding, found: list) -> dict:
+    relation = f.sides[0].relation
+    same = [i for i, (t, _) in enumerate(found) if t == relation]
+    # Several scans of one table (a self-join): pair the finding with the one that agrees, if any.
+    agreeing = [i for i in same if (found[i][1][0] if found[i][1] else f.buckets) == f.buckets_read]
+    i = (agreeing or same or [None])[0]
+    if i is None:
+        return {"matched": False, "plan": f"no scan of {relation} in the plan"}
+    _, selected = found.pop(i)
+    read = selected[0] if selected else f.buckets
+    return {"matched": read == f.buckets_read, "plan": {"buckets_read": read, "buckets": f.buckets}}

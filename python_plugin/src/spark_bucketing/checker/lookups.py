@@ -1,0 +1,392 @@
+"""Point lookups on bucketed tables (bucket pruning): per scan of a bucketed
+table that a filter touches on its bucket column, how many of its N buckets
+Spark reads, or why it reads them all.
+
+Spark's rule (FileSourceStrategy): a table bucketed by exactly one column;
+the filters that reach the scan, as the optimizer leaves them: `=`, `<=>`,
+`IN` of literals, `IS NULL`, and AND (intersection) / OR (union) of them;
+anything else on any column selects every bucket. The filters that reach a
+scan are the block's own WHERE, those pushed down from the blocks that read it,
+ON conditions pushed into a join side, and copies inferred through join
+equalities (`a.k = b.k AND a.k = 5` filters b on 5 too)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from spark_bucketing import hashing
+from spark_bucketing.checker import engines as E
+from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.keytypes import NUMERIC_ORDER, norm_type
+from spark_bucketing.checker.model import Finding, Side
+from spark_bucketing.checker.relations import Catalog, RelationInfo
+
+ONE_COLUMN = "PRUNING_NEEDS_ONE_BUCKET_COLUMN"
+NOT_PRUNABLE = "PREDICATE_NOT_PRUNABLE"
+OR_OTHER = "OR_WITH_OTHER_COLUMNS"
+LITERAL_TYPE = "LITERAL_TYPE_CASTS_COLUMN"
+LITERAL_FIRST = "LITERAL_BEFORE_COLUMN"
+INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+
+ALL = None  # every bucket
+
+
+def lookup_findings(root: Scope, catalog: Catalog, settings: EngineSettings) -> list[Finding]:
+    if settings.engine != "spark":
+        return []
+    references = Counter(
+        id(source.expression)
+        for scope in root.traverse()
+        for _, source in scope.selected_sources.values()
+        if isinstance(source, Scope)
+    )
+    pushed: dict[int, list[exp.Expression]] = {}  # per block: filters on its output columns (unqualified)
+    findings = []
+    for scope in reversed(list(root.traverse())):  # readers before the blocks they read
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+        where, on_inner, on_outer = _block_filters(select)
+        inferable = where + _substituted(pushed.get(id(select), []), select)
+        filters = inferable + on_inner + on_outer
+        filters += _inferred(inferable, select, outer_too=True) + _inferred(on_inner, select, outer_too=False)
+        for alias, (node, source) in scope.selected_sources.items():
+            mine = [f for f in filters if _aliases(f) == {alias}]
+            if isinstance(source, exp.Table):
+                info = catalog.get(".".join(p for p in (source.db, source.name) if p))
+                finding = _judge(info, mine, settings, node) if info and not info.unknown else None
+                if finding:
+                    findings.append(finding)
+            elif isinstance(source, Scope) and references[id(source.expression)] == 1 and _passes(source):
+                pushed.setdefault(id(source.expression), []).extend(_unqualified(f) for f in mine)
+    return findings
+
+
+# ---- which filters reach which scan ----------------------------------------------------
+
+
+def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    if e is None:
+        return []
+    e = e.unnest() if isinstance(e, exp.Paren) else e
+    if isinstance(e, exp.And):
+        return [c for part in e.flatten() for c in _conjuncts(part)]
+    return [e]
+
+
+def _aliases(e: exp.Expression) -> set[str]:
+    if e.find(exp.Select) is not None:
+        return set()  # a subquery in the filter: not a scan filter
+    return {c.table for c in e.find_all(exp.Column)}
+
+
+def _block_filters(select: exp.Select) -> tuple[list, list, list]:
+    """WHERE conjuncts, and the ON conjuncts Spark pushes into one join side:
+    any of an inner (or semi) join's, those on the right side of a LEFT JOIN."""
+    where = select.args.get("where")
+    found = [c for c in _conjuncts(where.this if where else None) if not _null_test_on_outer(c, select)]
+    inner, outer = [], []
+    for join in select.args.get("joins") or []:
+        side = (join.args.get("side") or "").lower()
+        right = join.this.alias_or_name
+        for c in _conjuncts(join.args.get("on")):
+            aliases = _aliases(c)
+            if len(aliases) != 1:
+                continue
+            if not side:
+                inner.append(c)
+            elif side == "left" and aliases == {right}:
+                outer.append(c)
+    return found, inner, outer
+
+
+def _null_test_on_outer(cond: exp.Expression, select: exp.Select) -> bool:
+    """`x IS NULL` on the nullable side of an outer join tests the join's
+    missing rows, not the scan's: it stays above the join."""
+    joins = select.args.get("joins") or []
+    outer = {j.this.alias_or_name for j in joins if (j.args.get("side") or "").lower() in ("left", "full")}
+    return isinstance(cond, exp.Is) and bool(_aliases(cond) & outer)
+
+
+def _inferred(filters: list[exp.Expression], select: exp.Select, outer_too: bool) -> list[exp.Expression]:
+    """`a.k = b.k` with `a.k = 5` (or IN): the optimizer adds `b.k = 5`. A
+    WHERE filter crosses a LEFT JOIN's equalities too (on the right side it
+    turns the join inner); an inner ON filter crosses inner equalities only."""
+    if any((j.args.get("side") or "").lower() == "full" for j in select.args.get("joins") or []):
+        return []
+    equal = []
+    for join in select.args.get("joins") or []:
+        if join.args.get("side") and not outer_too:
+            continue
+        for c in _conjuncts(join.args.get("on")):
+            if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) and isinstance(c.right, exp.Column):
+                equal.append((c.left, c.right))
+    out = []
+    for f in filters:
+        col = f.this if isinstance(f, exp.EQ | exp.In) else None
+        if not isinstance(col, exp.Column) or not _literals(f):
+            continue
+        for a, b in equal:
+            for src, dst in ((a, b), (b, a)):
+                if _same(src, col) and src.table != dst.table:
+                    copy = f.copy()
+                    copy.set("this", dst.copy())
+                    out.append(copy)
+    return out
+
+
+def _literals(f: exp.Expression) -> bool:
+    values = f.expressions if isinstance(f, exp.In) else [f.expression]
+    return bool(values) and all(_literal_value(v) is not None for v in values)
+
+
+def _same(a: exp.Column, b: exp.Column) -> bool:
+    return a.table == b.table and a.name.lower() == b.name.lower()
+
+
+def _passes(scope: Scope) -> bool:
+    """A block Spark pushes a filter through unchanged: a plain SELECT."""
+    s = scope.expression
+    return (
+        isinstance(s, exp.Select)
+        and not any(s.args.get(k) for k in ("group", "distinct", "limit", "having", "qualify"))
+        and s.find(exp.Window) is None
+    )
+
+
+def _unqualified(f: exp.Expression) -> exp.Expression:
+    copy = f.copy()
+    for c in copy.find_all(exp.Column):
+        c.set("table", None)
+    return copy
+
+
+def _substituted(filters: list[exp.Expression], select: exp.Select) -> list[exp.Expression]:
+    """Filters on a block's output columns, rewritten onto the expressions the block computes them with."""
+    projections = {p.alias_or_name.lower(): p.unalias() for p in select.expressions}
+    out = []
+    for f in filters:
+        copy = f.copy()
+        columns = list(copy.find_all(exp.Column))
+        if not all(c.name.lower() in projections for c in columns):
+            continue
+        for c in columns:
+            replacement = projections[c.name.lower()].copy()
+            if c is copy:
+                copy = replacement
+            else:
+                c.replace(replacement)
+        out.append(copy)
+    return out
+
+
+# ---- how many buckets a scan's filters select --------------------------------------------
+
+
+def _judge(info: RelationInfo, filters: list[exp.Expression], settings: EngineSettings, node) -> Finding | None:
+    spec = info.bucket or (info.latest if info.evolving else None)
+    if spec is None or spec.buckets <= 1:
+        return None
+    columns = [c.lower() for c in spec.clustered_by]
+    touching = [f for f in filters if any(c.name.lower() in columns for c in f.find_all(exp.Column))]
+    if not touching:
+        return None
+    key_types = [info.columns.get(c) for c in columns]
+    usable, reasons = E.usable_spec(info.bucket, key_types, settings)
+    if info.evolving:
+        reasons = [E.EVOLVING_TABLE]
+    elif usable and len(columns) > 1:
+        reasons = [ONE_COLUMN]
+    read: int | None = spec.buckets
+    if not reasons:
+        selected, reasons = _selected(touching, columns[0], key_types[0], spec.buckets)
+        read = len(selected) if isinstance(selected, set) else (spec.buckets if selected is ALL else None)
+    side = Side(info.name, columns, usable and not info.evolving, False, reasons, columns)
+    finding = Finding("lookup", _line(touching[0], node), [side], buckets=spec.buckets, buckets_read=read)
+    finding.suggestions = _suggestions(info, columns, key_types[0], reasons)
+    return finding
+
+
+def _selected(filters, column: str, col_type: str | None, buckets: int):
+    """(bucket ids, reasons); ALL for every bucket, "unknown" when a value cannot be hashed here."""
+    reasons: list[str] = []
+    result = ALL
+    for f in filters:
+        part = _bucket_set(f, column, col_type, buckets, reasons)
+        result = _and(result, part)
+    return result, list(dict.fromkeys(reasons)) if result is ALL else []
+
+
+def _and(a, b):
+    if a == "unknown" or b == "unknown":
+        return "unknown"
+    if a is ALL:
+        return b
+    return a if b is ALL else a & b
+
+
+def _or(a, b):
+    if a == "unknown" or b == "unknown":
+        return "unknown"
+    return ALL if a is ALL or b is ALL else a | b
+
+
+def _bucket_set(e: exp.Expression, column: str, col_type: str | None, n: int, reasons: list[str]):
+    e = e.unnest() if isinstance(e, exp.Paren) else e
+    touches = any(c.name.lower() == column for c in e.find_all(exp.Column))
+    if isinstance(e, exp.And):
+        return _and(
+            _bucket_set(e.left, column, col_type, n, reasons), _bucket_set(e.right, column, col_type, n, reasons)
+        )
+    if isinstance(e, exp.Or):
+        left, right = (_bucket_set(x, column, col_type, n, reasons) for x in (e.left, e.right))
+        if (left is ALL) != (right is ALL) and touches:
+            reasons.append(OR_OTHER)
+        return _or(left, right)
+    if not touches:
+        return ALL
+    if isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
+        ok = _on_column(e.this, column, None, reasons)
+        return _ids([None], col_type, n) if ok else ALL
+    if isinstance(e, exp.EQ | exp.NullSafeEQ):
+        col, value = e.left, e.right
+        literal = _literal_value(value)
+        if literal is None:
+            # Spark matches `column = literal` only in that order, and the optimizer does not swap them.
+            reasons.append(LITERAL_FIRST if _literal_value(e.left) is not None else NOT_PRUNABLE)
+            return ALL
+        if literal == "NULL":
+            # `= NULL` is never true; `<=> NULL` is IS NULL.
+            null_safe = isinstance(e, exp.NullSafeEQ) and _on_column(col, column, value, reasons)
+            return _ids([None], col_type, n) if null_safe else ALL
+        if not _on_column(col, column, value, reasons):
+            return ALL
+        typed = _typed(literal, value, col_type, in_list=False)
+        if typed is _CASTS_COLUMN:
+            reasons.append(LITERAL_TYPE)
+            return ALL
+        return _ids([typed], col_type, n)
+    if isinstance(e, exp.In) and not e.args.get("query"):
+        literals = [_literal_value(v) for v in e.expressions]
+        if any(v is None for v in literals):
+            reasons.append(NOT_PRUNABLE)
+            return ALL
+        if not _on_column(e.this, column, e.expressions[0], reasons):
+            return ALL
+        typed = [_typed(v, node, col_type, in_list=True) for v, node in zip(literals, e.expressions, strict=True)]
+        if any(t is _CASTS_COLUMN for t in typed):
+            reasons.append(LITERAL_TYPE)
+            return ALL
+        return _ids([t for t, v in zip(typed, literals, strict=True) if v != "NULL"], col_type, n)
+    reasons.append(NOT_PRUNABLE)
+    return ALL
+
+
+def _on_column(e: exp.Expression, column: str, literal_node, reasons: list[str]) -> bool:
+    """The filter compares the bucket column itself. A cast of an integral
+    column to a wider number compared with a whole number is unwrapped by the
+    optimizer; any other cast or function hides the column."""
+    if isinstance(e, exp.Column) and e.name.lower() == column:
+        return True
+    if (
+        isinstance(e, exp.Cast)
+        and isinstance(e.this, exp.Column)
+        and e.this.name.lower() == column
+        and norm_type(e.to.sql("spark")) in (*INTEGRAL, "double", "float")
+        and isinstance(literal_node, exp.Literal | exp.Neg)
+        and not _is_string(literal_node)
+    ):
+        return True
+    reasons.append(E.KEY_CAST if isinstance(e, exp.Cast) else E.KEY_EXPRESSION)
+    return False
+
+
+_CASTS_COLUMN = object()
+
+
+def _is_string(node) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _typed(value: str, node, col_type: str | None, in_list: bool):
+    """The literal as a value of the column's type, or _CASTS_COLUMN when
+    Spark casts the column instead (a number against a string column; in an
+    IN list, a string against any other type, the list's common type being
+    string)."""
+    if value == "NULL":
+        return None
+    t = norm_type(col_type or "string")
+    if t == "string":
+        return value if _is_string(node) else _CASTS_COLUMN
+    if _is_string(node) and in_list:
+        return _CASTS_COLUMN
+    try:
+        if t in INTEGRAL:
+            number = float(value)
+            return int(number) if number == int(number) else _CASTS_COLUMN
+        if t in NUMERIC_ORDER:
+            return float(value)
+        if t == "date":
+            import datetime as dt
+
+            return dt.date.fromisoformat(value)
+        if t == "boolean":
+            return value.lower() == "true"
+    except ValueError:
+        return _CASTS_COLUMN
+    return value
+
+
+def _literal_value(e) -> str | None:
+    """A literal's text ("NULL" for NULL), or None for anything else."""
+    if isinstance(e, exp.Paren):
+        return _literal_value(e.this)
+    if isinstance(e, exp.Null):
+        return "NULL"
+    if isinstance(e, exp.Boolean):
+        return "true" if e.this else "false"
+    if isinstance(e, exp.Literal):
+        return e.this
+    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
+        return "-" + e.this.this
+    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal):
+        return e.this.this
+    return None
+
+
+def _ids(values: list, col_type: str | None, n: int):
+    try:
+        return {hashing.bucket_id([v], [col_type or "string"], n, "spark") for v in values}
+    except (hashing.UnsupportedTypeError, ValueError, TypeError):
+        return "unknown"
+
+
+def _line(e: exp.Expression, default) -> int:
+    for n in (e, *e.walk(), default):
+        line = n.meta.get("line") if hasattr(n, "meta") else None
+        if line:
+            return int(line)
+    return 1
+
+
+def _suggestions(info: RelationInfo, columns: list[str], col_type: str | None, reasons: list[str]) -> list[str]:
+    rel, col = info.name, columns[0]
+    texts = {
+        ONE_COLUMN: f"Spark prunes buckets only on a table bucketed by one column; {rel} is bucketed by "
+        f"({', '.join(columns)}), so every bucket is read",
+        NOT_PRUNABLE: f"only =, <=>, IN (literals) and IS NULL on {col} (and AND/OR of them) select buckets; "
+        "a range, a negation or a comparison with another column reads every bucket",
+        OR_OTHER: f"an OR with a condition on another column reads every bucket of {rel}",
+        LITERAL_TYPE: f"compare {col} with literals of its own type ({col_type}): here Spark casts the column, "
+        "which reads every bucket",
+        LITERAL_FIRST: f"write the column first ({col} = value): Spark selects buckets only for that order",
+        E.KEY_CAST: f"filter on {col} itself, not a cast of it",
+        E.KEY_EXPRESSION: f"filter on {col} itself, not an expression of it",
+        E.HIVE_HASH: f"{rel} uses Hive's hash, which Spark does not read as bucketed, so it cannot prune buckets",
+        E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
+        E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: backfill to converge",
+    }
+    return [texts[r] for r in reasons if r in texts]

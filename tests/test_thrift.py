@@ -1,5 +1,7 @@
-"""The same materialization and layout test through dbt-spark's thrift method,
-against a Spark Thrift Server: everything the package does is plain SQL."""
+"""The package through dbt-spark's thrift method, against a Spark Thrift
+Server whose work runs on a standalone cluster (a Master and two Workers, each
+executor a JVM of its own): builds, incremental runs, the layout and metadata
+tests, and the checker with its default connection (the dbt target)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import pytest
 
 from spark_bucketing.files import local_path
 from spark_bucketing.metadata import ThriftClient, read_table_metadata
+from tests.support.cluster import StandaloneCluster
 from tests.support.dbt_project import DbtProject, failure_text
 from tests.support.layout import check_files
 from tests.support.thrift_server import ThriftServer
@@ -18,9 +21,32 @@ from range(0, 6000, 1, 12)
 """
 
 
+# Each run writes the days of var('days'); a later run rewrites one of them.
+DAILY_SQL = """
+select cast(id % 97 as int) as customer_id, id as event_id, concat('r{{ var("tag", 0) }}-', id) as payload,
+       date_add(date'2024-01-01', d) as day
+from range(0, 3000, 1, 6) cross join (select explode(array({{ var('days', [0, 1]) | join(', ') }})) as d)
+"""
+LOOKUP_JOIN_SQL = """
+select a.customer_id, count(*) as n
+from {{ ref('events_spark') }} a
+join {{ ref('events_spark') }} b on a.customer_id = b.customer_id
+where a.customer_id = 7
+group by a.customer_id
+"""
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    srv = ThriftServer(tmp_path_factory.mktemp("thrift"))
+def cluster(tmp_path_factory):
+    nodes = StandaloneCluster(tmp_path_factory.mktemp("cluster"), workers=2)
+    nodes.start()
+    yield nodes
+    nodes.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, cluster):
+    srv = ThriftServer(tmp_path_factory.mktemp("thrift"), master=cluster.url)
     srv.start()
     yield srv
     srv.stop()
@@ -48,12 +74,24 @@ def thrift_project(server, tmp_path_factory, dbt_project):
                 "sorted_by": ["event_id"],
             },
         )
+    project.write_model(
+        "daily",
+        DAILY_SQL,
+        {
+            "materialized": "bucketed_incremental",
+            "clustered_by": "customer_id",
+            "buckets": 4,
+            "bucket_hash": "spark",
+            "partition_by": "day",
+            "incremental_strategy": "insert_overwrite",
+        },
+    )
+    project.write_model("lookup_join", LOOKUP_JOIN_SQL, {"materialized": "view"})
     project.write_file(
         "models/schema.yml",
         "version: 2\nmodels:\n"
-        + "".join(
-            f"  - name: events_{f}\n    data_tests: [spark_bucketing.bucket_layout]\n" for f in ("hive", "spark")
-        ),
+        + "".join(f"  - name: events_{f}\n    data_tests: [spark_bucketing.bucket_layout]\n" for f in ("hive", "spark"))
+        + "  - name: daily\n    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n",
     )
     return project
 
@@ -99,3 +137,50 @@ def test_partitions_command_reads_metadata_through_thrift(server, thrift_project
     text = out.getvalue()
     assert "catalog declares: 6 buckets on (customer_id), hive hash, sorted by (event_id)" in text
     assert "region=0" in text and "region=2" in text
+
+
+def test_the_work_runs_on_the_cluster_executors(cluster, server, thrift_project):
+    """The builds above ran their tasks in the workers' executor JVMs, not in the server's."""
+    thrift_project.run("events_spark")
+    executors = cluster.executor_dirs()
+    assert len(executors) >= 2, executors
+    assert all((e / "stderr").exists() for e in executors)
+
+
+def test_incremental_runs_and_metadata_on_the_cluster(spark, server, thrift_project):
+    thrift_project.run("daily", extra=("--full-refresh", "--vars", '{"days": [0, 1, 2]}'))
+    thrift_project.run("daily", extra=("--vars", '{"days": [1], "tag": 1}'))
+    test = thrift_project.dbt("test", "--select", "daily")
+    assert test.success, failure_text(test)
+    client = ThriftClient("127.0.0.1", server.port)
+    rows = dict(client.query("select payload like 'r1-%', count(*) from t_thrift.daily group by 1"))
+    assert rows == {True: 3000, False: 6000}
+    meta = read_table_metadata(client, "t_thrift.daily")
+    assert [p.files for p in meta.partitions] == [4, 4, 4]
+
+
+def test_check_verifies_through_the_thrift_dbt_target(server, thrift_project):
+    """No --thrift, no --state-dir: the checker reads the live catalog and
+    asks for plans through the project's own dbt target (method thrift)."""
+    import io
+    import json
+    from contextlib import redirect_stdout
+
+    from spark_bucketing import cli
+
+    thrift_project.run("events_spark", "lookup_join")
+    root = str(thrift_project.root)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(
+            ["check", "--project-dir", root, "--profiles-dir", root, "--select", "lookup_join"]
+            + ["--catalog", "live", "--verify", "--format", "json"]
+        )
+    assert code == 0
+    (model,) = json.loads(out.getvalue())["models"]
+    kinds = sorted(f["kind"] for f in model["findings"])
+    assert kinds == ["aggregate", "join", "lookup", "lookup"], model
+    assert all(f["verified"] is True for f in model["findings"]), model
+    join = next(f for f in model["findings"] if f["kind"] == "join")
+    assert join["shuffle_free"] is True
+    assert [f["buckets_read"] for f in model["findings"] if f["kind"] == "lookup"] == [1, 1]

@@ -22,8 +22,9 @@ def free_port() -> int:
 
 
 class ThriftServer:
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, master: str = "local[2]"):
         self.base = base
+        self.master = master
         self.port = free_port()
         self.warehouse = base / "warehouse"
         self.log = base / "thrift-server.log"
@@ -31,13 +32,22 @@ class ThriftServer:
 
     def start(self, timeout: float = 240) -> None:
         spark_home = Path(pyspark.__file__).parent
-        env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOG_DIR": str(self.base)}
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(spark_home),
+            "SPARK_LOG_DIR": str(self.base),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+        }
         cmd = [
             str(spark_home / "bin" / "spark-submit"),
             "--class",
             "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
             "--master",
-            "local[2]",
+            self.master,
+            "--conf",
+            "spark.driver.host=127.0.0.1",
+            "--conf",
+            "spark.executor.memory=1g",
             "--conf",
             f"spark.sql.warehouse.dir={self.warehouse}",
             "--conf",

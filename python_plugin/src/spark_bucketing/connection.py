@@ -84,7 +84,12 @@ def connect(args: Namespace):
 
     if getattr(args, "thrift", None):
         host, _, port = args.thrift.rpartition(":")
-        return ThriftClient(host or "127.0.0.1", int(port))
+        if not port.isdigit():
+            raise TargetError(f"--thrift takes HOST:PORT, got {args.thrift!r}")
+        try:
+            return ThriftClient(host or "127.0.0.1", int(port))
+        except Exception as exc:  # PyHive and thrift raise several kinds
+            raise TargetError(f"cannot reach the Spark Thrift Server at {host or '127.0.0.1'}:{port}: {exc}") from exc
     if getattr(args, "state_dir", None):
         return SparkClient.local(args.state_dir)
     return DbtTargetClient(

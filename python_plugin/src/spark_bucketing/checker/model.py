@@ -24,16 +24,14 @@ class Side:
     sort: str | None = None
 
     def to_json(self) -> dict:
-        out = {
+        return {
             "relation": self.relation,
             "keys": self.keys,
             "bucketed": self.bucketed,
             "shuffle": self.shuffle,
             "reasons": self.reasons,
+            "sort": self.sort,
         }
-        if self.sort is not None:
-            out["sort"] = self.sort
-        return out
 
 
 @dataclass

@@ -45,7 +45,10 @@ class Report:
                 item = f.to_json()
                 if m.verification is not None:
                     item["verified"] = m.verification[i]["matched"]
-                    item["plan_shuffles"] = m.verification[i]["plan"]
+                    key = "plan_buckets" if f.kind == "lookup" else "plan_shuffles"
+                    item[key] = m.verification[i]["plan"]
+                    if "plan_sorts" in m.verification[i]:
+                        item["plan_sorts"] = m.verification[i]["plan_sorts"]
                 findings.append(item)
             out["models"].append({"model": m.unique_id, "findings": findings})
         return out
@@ -165,25 +168,31 @@ def run_check(
 def format_text(report: Report) -> str:
     lines = []
     counts = {"ok": 0, "shuffle": 0, "unknown": 0}
+    lookups = {"pruned": 0, "all": 0}
     for m in report.models:
         if not m.findings:
             continue
         lines.append(f"{m.unique_id} ({m.path})")
         for i, f in enumerate(m.findings):
-            verdict = "UNKNOWN" if f.unknown else ("no shuffle" if f.shuffle_free else "SHUFFLE")
-            counts["unknown" if f.unknown else ("ok" if f.shuffle_free else "shuffle")] += 1
             check = ""
             if m.verification is not None and m.verification[i]["matched"] is not None:
                 check = "  [plan agrees]" if m.verification[i]["matched"] else "  [PLAN DISAGREES]"
+            if f.kind == "lookup":
+                lookups["pruned" if f.buckets_read != f.buckets else "all"] += 1
+                lines += _lookup_lines(f, check)
+                continue
+            verdict = "UNKNOWN" if f.unknown else ("no shuffle" if f.shuffle_free else "SHUFFLE")
+            counts["unknown" if f.unknown else ("ok" if f.shuffle_free else "shuffle")] += 1
             kind = f"{f.kind} ({f.join_type})" if f.join_type and f.join_type.startswith(("semi", "anti")) else f.kind
             lines.append(f"  line {f.line:<4} {kind:<9} {verdict}{check}")
             labels = ["left ", "right"] if f.kind == "join" else ["input"]
             for label, s in zip(labels, f.sides, strict=False):
                 state = "shuffled" if s.shuffle else "no shuffle"
                 why = f": {', '.join(s.reasons)}" if s.reasons and s.shuffle else ""
+                sort = f", sort {s.sort}" if s.sort in ("skipped", "skippable") else ""
                 lines.append(
                     f"    {label}: {s.relation or '(derived)'} ({', '.join(s.keys)})"
-                    f"  {'bucketed' if s.bucketed else 'unbucketed'}, {state}{why}"
+                    f"  {'bucketed' if s.bucketed else 'unbucketed'}, {state}{why}{sort}"
                 )
             for text in f.suggestions:
                 lines.append(f"    fix  : {text}")
@@ -193,6 +202,18 @@ def format_text(report: Report) -> str:
     lines.append(
         f"{total} findings in {len(report.models)} models ({report.engine}): {counts['ok']} without shuffle, "
         f"{counts['shuffle']} with shuffle, {counts['unknown']} unknown; "
-        f"{len(bad)} joins between bucketed relations shuffle"
+        f"{len(bad)} joins between bucketed relations shuffle; "
+        f"{lookups['pruned']} lookups read some buckets, {lookups['all']} read every bucket"
     )
     return "\n".join(lines)
+
+
+def _lookup_lines(f: Finding, check: str) -> list[str]:
+    s = f.sides[0]
+    read = "? (values known only at run time)" if f.buckets_read is None else str(f.buckets_read)
+    why = f": {', '.join(s.reasons)}" if s.reasons else ""
+    lines = [
+        f"  line {f.line:<4} {'lookup':<9} reads {read} of {f.buckets} buckets{check}",
+        f"    input: {s.relation} ({', '.join(s.keys)}){why}",
+    ]
+    return lines + [f"    fix  : {text}" for text in f.suggestions]

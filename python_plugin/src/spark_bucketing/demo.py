@@ -105,12 +105,13 @@ def run_demo(project_dir: Path, state_dir: Path, dbt_args: list[str] | None = No
     # The bucket-join checker on the demo's own models, verified against Spark's plans.
     from spark_bucketing.checker.project import format_text, run_check
 
+    client = SparkClient(spark)
     checked = run_check(
         project_dir,
         compile=False,
         catalog_mode="live",
-        client=SparkClient(spark),
-        verify_with=spark,
+        client=client,
+        verify_with=client,
         target_dir=target_dir,
     )
     print("\nspark-bucketing check --catalog live --verify on the demo models:\n")

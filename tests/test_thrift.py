@@ -6,11 +6,13 @@ tests, and the checker with its default connection (the dbt target)."""
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 
-from spark_bucketing.files import local_path
+from spark_bucketing.files import bucket_of, input_file_path, local_path
 from spark_bucketing.metadata import ThriftClient, read_table_metadata
 from tests.support.cluster import StandaloneCluster
 from tests.support.dbt_project import DbtProject, failure_text
+from tests.support.hive_oracle import HiveOracle
 from tests.support.layout import check_files
 from tests.support.thrift_server import ThriftServer
 
@@ -27,6 +29,7 @@ select cast(id % 97 as int) as customer_id, id as event_id, concat('r{{ var("tag
        date_add(date'2024-01-01', d) as day
 from range(0, 3000, 1, 6) cross join (select explode(array({{ var('days', [0, 1]) | join(', ') }})) as d)
 """
+NO_BROADCAST = "spark.sql.autoBroadcastJoinThreshold"
 LOOKUP_JOIN_SQL = """
 select a.customer_id, count(*) as n
 from {{ ref('events_spark') }} a
@@ -123,6 +126,22 @@ def test_build_and_test_through_thrift(spark, server, thrift_project):
         assert report.files == 18 and report.max_files_per_bucket == 1
         assert report.misplaced_rows == 0 and report.unsorted_rows == 0
         assert report.rows == 6000
+        if family == "hive":
+            # The executors numbered the buckets as Hive's own code does.
+            oracle = HiveOracle(spark)
+            placed = (
+                spark.read.parquet(str(location))
+                .select("customer_id", F.input_file_name().alias("file"))
+                .distinct()
+                .collect()
+            )
+            assert len(placed) == 211 * 3
+            wrong = [
+                (r.customer_id, r.file)
+                for r in placed
+                if bucket_of(input_file_path(r.file).name) != oracle.bucket_number([r.customer_id], ["int"], 6)
+            ]
+            assert wrong == []
 
 
 def test_partitions_command_reads_metadata_through_thrift(server, thrift_project):
@@ -184,3 +203,27 @@ def test_check_verifies_through_the_thrift_dbt_target(server, thrift_project):
     join = next(f for f in model["findings"] if f["kind"] == "join")
     assert join["shuffle_free"] is True
     assert [f["buckets_read"] for f in model["findings"] if f["kind"] == "lookup"] == [1, 1]
+
+
+def test_the_checker_corpus_agrees_with_the_plans_of_the_thrift_server(server, dbt_project, tmp_path_factory):
+    """Every corpus query, its tables read and its plans asked through the
+    Thrift Server (whose work runs on the cluster). Broadcast off for the
+    statement, as in the corpus test: the checker does not model it, and the
+    corpus tables are tiny."""
+    from tests.test_checker_corpus import CORPUS, S, build_corpus, check_query
+
+    project = DbtProject(
+        tmp_path_factory.mktemp("dbt-thrift-corpus"),
+        schema=S,
+        package_dir=dbt_project.package_dir,
+        profile_overrides={"method": "thrift", "host": "127.0.0.1", "port": server.port},
+    )
+    project.setup()
+    client, catalog = build_corpus(project, lambda: ThriftClient("127.0.0.1", server.port))
+    failures = {}
+    for label, conf, sql in CORPUS:
+        try:
+            check_query(client, catalog, {**conf, NO_BROADCAST: "-1"}, sql)
+        except AssertionError as exc:
+            failures[label] = str(exc)[:2000]
+    assert not failures, "\n\n".join(f"{k}: {v}" for k, v in failures.items())

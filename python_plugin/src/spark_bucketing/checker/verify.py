@@ -5,6 +5,7 @@ file scan selects."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from spark_bucketing.checker.model import Finding
@@ -83,11 +84,10 @@ def scans(root: Node) -> list[tuple[str, tuple[int, int] | None]]:
     return [(t, selected_buckets(n)) for n in root.walk() if (t := scan_table(n))]
 
 
-def explain(client, sql: str, conf: dict[str, str]) -> Node:
-    """The static physical plan under `conf` (AQE off: it leaves bucketed
-    joins alone). Settings are put back afterwards: over Thrift and in dbt's
-    session they belong to this connection's session only."""
-    conf = {"spark.sql.adaptive.enabled": "false", **conf}
+@contextmanager
+def session_conf(client, conf: dict[str, str]):
+    """Settings on the connection's session for a block, put back after.
+    Over Thrift and in dbt's connection they belong to that session only."""
     previous = {}
     for key in conf:
         rows = client.query(f"SET {key}")
@@ -96,10 +96,17 @@ def explain(client, sql: str, conf: dict[str, str]) -> Node:
     try:
         for key, value in conf.items():
             client.query(f"SET {key}={value}")
-        return parse_plan(client.query(f"EXPLAIN {sql}")[0][0])
+        yield
     finally:
         for key, value in previous.items():
             client.query(f"SET {key}={value}" if value is not None else f"RESET {key}")
+
+
+def explain(client, sql: str, conf: dict[str, str]) -> Node:
+    """The static physical plan under `conf`, adaptive execution off (it
+    leaves bucketed joins alone)."""
+    with session_conf(client, {"spark.sql.adaptive.enabled": "false", **conf}):
+        return parse_plan(client.query(f"EXPLAIN {sql}")[0][0])
 
 
 def verify(client, sql: str, findings: list[Finding]) -> list[dict]:

@@ -17,10 +17,12 @@ from sqlglot.optimizer.scope import Scope, build_scope
 
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.join_keys import equi_pairs, key_of, key_type, satisfies
 from spark_bucketing.checker.keytypes import norm_type, wider
 from spark_bucketing.checker.lookups import lookup_findings
 from spark_bucketing.checker.model import ColId, Finding, Output, Part, Side
 from spark_bucketing.checker.ordering import scan_order, sort_state
+from spark_bucketing.checker.partitioning import prefixed, renamed_order, unordered
 from spark_bucketing.checker.partitions_read import partitions_read
 from spark_bucketing.checker.relations import Catalog, RelationInfo, normalize_name
 from spark_bucketing.checker.suggestions import suggestions
@@ -139,7 +141,7 @@ class Analyzer:
         first_alias = from_expr.this.alias_or_name
         acc_aliases = [first_alias]
         first = sources.get(first_alias)
-        part = _prefix(first.part, first_alias) if first else None
+        part = prefixed(first.part, first_alias) if first else None
         unknown = bool(first and first.unknown)
         for join in select.args.get("joins") or []:
             right_alias = join.this.alias_or_name
@@ -204,7 +206,7 @@ class Analyzer:
         if part is not None:
             options = [tuple(rename[c] for c in opt) for opt in part.options if all(c in rename for c in opt)]
             if options:
-                out_part = Part(options, part.num, part.bucketed, part.spec, _renamed_order(part.sorted, rename))
+                out_part = Part(options, part.num, part.bucketed, part.spec, renamed_order(part.sorted, rename))
         relation = None
         if single and len(sources) == 1:
             only = next(iter(sources.values()))
@@ -254,7 +256,7 @@ class Analyzer:
                     continue
                 alias = f"__sb_subquery_{n}"
                 right = self.scope_output(sub_scope)
-                pairs = [(_key(inner.this, only), (alias, sub.expressions[0].alias_or_name.lower()))]
+                pairs = [(key_of(inner.this, only), (alias, sub.expressions[0].alias_or_name.lower()))]
                 if negated:
                     self.null_aware_anti_join(inner, pairs, left_aliases, alias, {**sources, alias: right})
                     continue
@@ -312,7 +314,7 @@ class Analyzer:
         l_keys, r_keys = [lk for lk, _ in pairs], [rk for _, rk in pairs]
         left_desc = self.side_description(left_aliases, l_keys, sources)
         right_desc = self.side_description([right_alias], r_keys, sources)
-        right_part = _prefix(right.part, right_alias)
+        right_part = prefixed(right.part, right_alias)
 
         # Keys that are not plain columns on a side cannot match its partitioning.
         l_plain = all(isinstance(k, tuple) for k in l_keys)
@@ -322,7 +324,7 @@ class Analyzer:
         # other key is itself a CAST: that cast's type is the key's type.
         l_type_ok, r_type_ok = True, True
         for lk, rk in zip(l_keys, r_keys, strict=True):
-            lt, rt = _key_type(lk, sources), _key_type(rk, sources)
+            lt, rt = key_type(lk, sources), key_type(rk, sources)
             if lt and rt and norm_type(lt) != norm_type(rt):
                 kept = wider(lt, rt, self.settings.ansi)
                 if kept != "left":
@@ -474,7 +476,7 @@ class Analyzer:
         changes_partitioning: bool = True,
     ) -> Part | None:
         only = next(iter(sources)) if len(sources) == 1 else None
-        keys = [_key(e, only) for e in exprs]
+        keys = [key_of(e, only) for e in exprs]
         plain = [k for k in keys if isinstance(k, tuple)]
         ok = part is not None and any(set(opt) <= set(plain) for opt in part.options)
         aliases = sorted({k[0] for k in plain}) or list(sources)
@@ -494,41 +496,11 @@ class Analyzer:
         finding.suggestions = suggestions(finding, self.settings, part, None)
         self.findings.append(finding)
         if ok or not changes_partitioning:
-            return _unordered(part)
+            return unordered(part)
         return Part([tuple(plain)], self.settings.shuffle_partitions, False) if len(plain) == len(keys) else None
 
 
-def _unordered(part: Part | None) -> Part | None:
-    """The partitioning after an operator that returns rows in no known order."""
-    return None if part is None else Part(part.options, part.num, part.bucketed, part.spec)
-
-
-def _renamed_order(order: tuple | None, rename: dict) -> tuple | None:
-    """A scan's row order through a projection: the prefix the projection keeps."""
-    if order is None:
-        return None
-    kept = []
-    for c in order:
-        if c not in rename:
-            break
-        kept.append(rename[c])
-    return tuple(kept)
-
-
 # ---- helpers ------------------------------------------------------------------
-
-
-def _prefix(part: Part | None, alias: str) -> Part | None:
-    """A FROM item's partitioning, in the reading block's column ids."""
-    if part is None:
-        return None
-    return Part(
-        [tuple((alias, c) if isinstance(c, str) else c for c in opt) for opt in part.options],
-        part.num,
-        part.bucketed,
-        part.spec,
-        None if part.sorted is None else tuple((alias, c) if isinstance(c, str) else c for c in part.sorted),
-    )
 
 
 def _in_block(node: exp.Expression, select: exp.Select) -> bool:
@@ -542,67 +514,8 @@ def _dedupe(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def equi_pairs(on: exp.Expression | None, left_aliases: set[str], right_alias: str) -> list[tuple]:
-    """(left key, right key) pairs of the equality conjuncts between the two
-    sides; a key is (alias, column) for a plain column, else the expression."""
-    if on is None:
-        return []
-    pairs = []
-    for cond in on.flatten() if isinstance(on, exp.And) else [on]:
-        if not isinstance(cond, exp.EQ | exp.NullSafeEQ):
-            continue
-        a, b = cond.left, cond.right
-        ta, tb = _tables(a), _tables(b)
-        if ta and ta <= left_aliases and tb == {right_alias}:
-            pairs.append((_key(a), _key(b)))
-        elif tb and tb <= left_aliases and ta == {right_alias}:
-            pairs.append((_key(b), _key(a)))
-    return pairs
-
-
 def _scope_of(scope: Scope, select: exp.Expression) -> Scope | None:
     return next((s for s in scope.subquery_scopes if s.expression is select), None)
-
-
-def _tables(e: exp.Expression) -> set[str]:
-    return {c.table for c in e.find_all(exp.Column) if c.table}
-
-
-def _key(e: exp.Expression, only_source: str | None = None):
-    """(alias, column) for a plain column, else the expression itself. Without a
-    schema, sqlglot leaves columns unqualified: they belong to the block's only source."""
-    if isinstance(e, exp.Column) and (e.table or only_source):
-        return (e.table or only_source, e.name.lower())
-    return e
-
-
-def _type_of(key: ColId, sources: dict[str, Output]) -> str | None:
-    src = sources.get(key[0])
-    return src.types.get(key[1]) if src else None
-
-
-def _key_type(key, sources: dict[str, Output]) -> str | None:
-    """A join key's type: a column's, or a CAST's target; None when unknown."""
-    if isinstance(key, tuple):
-        return _type_of(key, sources)
-    if isinstance(key, exp.Cast):
-        return key.to.sql("spark").lower()
-    return None
-
-
-def satisfies(part: Part | None, keys: list, require_all: bool) -> tuple | None:
-    """Positions (in the join key list) of the partitioning's columns when
-    the partitioning satisfies a clustered distribution on `keys`."""
-    if part is None:
-        return None
-    for opt in part.options:
-        if not all(c in keys for c in opt):
-            continue
-        pos = tuple(keys.index(c) for c in opt)
-        if require_all and sorted(pos) != list(range(len(keys))):
-            continue
-        return pos
-    return None
 
 
 # ---- entry point -----------------------------------------------------------------

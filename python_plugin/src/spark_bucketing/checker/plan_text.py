@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 _PREFIX = re.compile(r"^((?:[ :] {2})*)(?:[+:]- )?")
 _CODEGEN = re.compile(r"^\*\(\d+\) ")
 _NAME = re.compile(r"^[A-Za-z]+")
+_IDENT = r"(?:`[^`]*`|\w+)(?:\.(?:`[^`]*`|\w+))*"
 ATTRIBUTE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)#\d+L?")
 
 
@@ -95,12 +96,12 @@ def key_names(group: str) -> list[str]:
 def scan_table(node: Node) -> str | None:
     """`FileScan parquet spark_catalog.db.t[cols] ...` -> `db.t`; a Hive table
     scan (`Scan hive db.t`) likewise."""
-    m = re.match(r"\s*(?:\w+\s+)?([\w.`]+)\[", node.text) if node.name == "FileScan" else None
+    m = re.match(rf"\s*(?:\w+\s+)?({_IDENT})\[", node.text) if node.name == "FileScan" else None
     if m is None and node.name == "Scan":
-        m = re.match(r"\s*hive\s+([\w.`]+)", node.text)
+        m = re.match(rf"\s*hive\s+({_IDENT})", node.text)
     if m is None:
         return None
-    parts = m.group(1).replace("`", "").lower().split(".")
+    parts = [p.strip("`").lower() for p in re.findall(r"`[^`]*`|\w+", m.group(1))]
     return ".".join(parts[-2:])
 
 

@@ -170,4 +170,5 @@ def _match_lookup(f: Finding, found: list) -> dict:
         return {"matched": False, "plan": f"no scan of {relation} in the plan"}
     _, selected = found.pop(i)
     read = selected[0] if selected else f.buckets
-    return {"matched": read == f.buckets_read, "plan": {"buckets_read": read, "buckets": f.buckets}}
+    matched = None if f.buckets_read is None else read == f.buckets_read  # None: the checker could not count
+    return {"matched": matched, "plan": {"buckets_read": read, "buckets": f.buckets}}

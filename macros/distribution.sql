@@ -33,16 +33,21 @@
   {{ return([spec.buckets, p] | min if not spec.partition_by else p) }}
 {% endmacro %}
 
+{% macro partition_columns_last(columns, partition_by) %}
+  {#- Column names in table order: partition columns last, as both table kinds store them. -#}
+  {%- set partition_lower = partition_by | map('lower') | list -%}
+  {%- set ordered = [] -%}
+  {%- for name in columns if name | lower not in partition_lower -%}{%- do ordered.append(name) -%}{%- endfor -%}
+  {%- do ordered.extend(partition_by) -%}
+  {{ return(ordered) }}
+{% endmacro %}
+
 {% macro distributed_select_sql(spec, columns, sql) %}
   {{ return(adapter.dispatch('distributed_select_sql', 'spark_bucketing')(spec, columns, sql)) }}
 {% endmacro %}
 
 {% macro default__distributed_select_sql(spec, columns, sql) -%}
-  {#- Columns in table order (partition columns last, as both table kinds store them). -#}
-  {%- set partition_lower = spec.partition_by | map('lower') | list -%}
-  {%- set ordered = [] -%}
-  {%- for name in columns if name | lower not in partition_lower -%}{%- do ordered.append(name) -%}{%- endfor -%}
-  {%- do ordered.extend(spec.partition_by) -%}
+  {%- set ordered = spark_bucketing.partition_columns_last(columns, spec.partition_by) -%}
   {%- set bucket_id = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.bucket_hash) -%}
   {%- set tasks = spark_bucketing.write_tasks(spec) -%}
   {%- set routes = none -%}

@@ -67,34 +67,32 @@
                                                 or strategy == 'insert_overwrite' and full_rebuild)) }}
 {% endmacro %}
 
-{% macro stage_new_rows(relation, columns, sql, location) %}
-  {#- Runs the model's query once into a plain side table at `location`. -#}
+{% macro stage_new_rows(relation, columns, sql, location, partition_by) %}
+  {#- Runs the model's query once into a plain side table at `location`,
+      partitioned as the table is, so the catalog lists the partitions the
+      new rows fall in (staged_partitions) without reading them. The folder
+      is new: INSERT INTO, whatever the session's partitionOverwriteMode. -#}
+  {%- set ordered = spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
   {%- call statement('spark_bucketing_stage') -%}
     create table {{ relation }} (
-    {%- for name, data_type in columns.items() %}
-      {{ spark_bucketing.quoted([name])[0] }} {{ data_type }}{{ ',' if not loop.last }}
+    {%- for name in ordered %}
+      {{ spark_bucketing.quoted([name])[0] }} {{ columns[name] }}{{ ',' if not loop.last }}
     {%- endfor %}
-    ) using parquet location {{ spark_bucketing.sql_string(location) }}
+    ) using parquet
+    {%- if partition_by %} partitioned by ({{ spark_bucketing.quoted(partition_by) | join(', ') }}){% endif %}
+    location {{ spark_bucketing.sql_string(location) }}
   {%- endcall -%}
   {%- call statement('spark_bucketing_stage_rows') -%}
-    insert overwrite table {{ relation }}
-    select {{ spark_bucketing.quoted(columns.keys() | list) | join(', ') }} from ({{ sql }}) as __sb_model
+    insert into table {{ relation }}
+    {%- if partition_by %} partition ({{ spark_bucketing.quoted(partition_by) | join(', ') }}){% endif %}
+    select {{ spark_bucketing.quoted(ordered) | join(', ') }} from ({{ sql }}) as __sb_model
   {%- endcall -%}
 {% endmacro %}
 
-{% macro staged_partitions(relation, partition_by) %}
-  {#- The partition values the staged new rows fall in: [{column: value as string or none}]. -#}
-  {%- set query -%}
-    select distinct {% for p in partition_by %}cast({{ spark_bucketing.quoted([p])[0] }} as string){{ ', ' if not loop.last }}{% endfor %}
-    from {{ relation }}
-  {%- endset -%}
-  {%- set out = [] -%}
-  {%- for row in run_query(query) -%}
-    {%- set values = {} -%}
-    {%- for p in partition_by -%}{%- do values.update({p: row[loop.index0]}) -%}{%- endfor -%}
-    {%- do out.append(values) -%}
-  {%- endfor -%}
-  {{ return(out) }}
+{% macro staged_partitions(relation) %}
+  {#- The partition values the staged new rows fall in, from the catalog:
+      [{column: value as string, or none for NULL}]. -#}
+  {{ return(spark_bucketing.catalog_partitions(relation).values() | list) }}
 {% endmacro %}
 
 {% macro content_sql(strategy, spec, columns, new_rows, target, full_rebuild, touched=none) -%}

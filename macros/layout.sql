@@ -35,14 +35,15 @@
   {{ return(groups) }}
 {% endmacro %}
 
-{% macro layout_sql(relation, partition_by, groups, output='files') -%}
-  {#- The check in one pass over the bucket (and sort) columns, aggregated per
-      (file, computed bucket) before any file name is parsed. Every file is
-      also listed by a scan that reads no data column (files_sql), so a file
-      a bucketed scan would skip is still checked by its name and counted.
-      The two are one UNION ALL, grouped per file once. output='files': one
-      row per offending file; 'partitions': one row per partition folder with
-      its stats and problems. -#}
+{% macro layout_sql(relation, partition_by, groups) -%}
+  {#- The check's one read: a listing of every file with its rows by a scan
+      that reads no data column (files_sql: Spark never plans it as a
+      bucketed scan, so it lists even a file a bucketed scan would skip), and
+      the rows per (file, computed bucket of each spec group). Both are
+      aggregated in the scan's stage (one shuffle each, side by side), with
+      no string work per row: file names are parsed on the aggregated rows.
+      With sorted_by, a window per file counts rows out of order (a sort of
+      the sort columns). layout_report() reads the result. -#}
   {%- set sort_groups = [] -%}
   {#- Indexes into `groups` (a filtered loop would renumber them). -#}
   {%- for spec, _ in groups -%}{%- if spec.sorted_by -%}{%- do sort_groups.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
@@ -51,7 +52,7 @@
     select __sb_file
       {%- for p in partition_by %}, __sb_p{{ loop.index0 }}{% endfor %}
       {%- for spec, _ in groups %}, cast(null as int) as __sb_b{{ loop.index0 }}{% endfor %},
-      __sb_rows as __sb_listed, cast(0 as bigint) as __sb_n
+      __sb_rows as __sb_listed, cast(0 as bigint) as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted
     from ({{ spark_bucketing.files_sql(relation, partition_by) }}) as __sb_listing
     union all
     select input_file_name() as __sb_file
@@ -59,116 +60,121 @@
       {%- for spec, _ in groups %},
       {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) }} as __sb_b{{ loop.index0 }}
       {%- endfor %},
-      cast(0 as bigint) as __sb_listed, count(*) as __sb_n
+      cast(0 as bigint) as __sb_listed, count(*) as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted
     from {{ relation }}
     group by all
-  ),
+  )
   {%- for g in sort_groups %}
-  {%- set spec = groups[g][0] %}
-  {%- set cols = spark_bucketing.quoted(spec.sorted_by) %}
-  __sb_sort_rows_{{ g }} as (
-    select input_file_name() as __sb_file, input_file_block_start() as __sb_block,
-           monotonically_increasing_id() as __sb_pos
-           {%- for c in cols %}, {{ c }} as __sb_sort_{{ loop.index0 }}{% endfor %}
-    from {{ relation }}
-  ),
+  {%- set cols = spark_bucketing.quoted(groups[g][0].sorted_by) %},
   __sb_unsorted_{{ g }} as (
-    select __sb_file, count_if({{ spark_bucketing.out_of_order_expr(range(cols | length) | list) }}) as __sb_unsorted
+    select __sb_file
+      {%- for p in partition_by %}, cast(null as string) as __sb_p{{ loop.index0 }}{% endfor %}
+      {%- for spec, _ in groups %}, cast(null as int) as __sb_b{{ loop.index0 }}{% endfor %},
+      cast(0 as bigint) as __sb_listed, cast(0 as bigint) as __sb_n, {{ g }} as __sb_sort_group,
+      count_if({{ spark_bucketing.out_of_order_expr(range(cols | length) | list) }}) as __sb_unsorted
     from (
       select *, lag(1) over __sb_w is not null as __sb_has_prev
         {%- for c in cols %}, lag(__sb_sort_{{ loop.index0 }}) over __sb_w as __sb_prev_{{ loop.index0 }}{% endfor %}
-      from __sb_sort_rows_{{ g }}
+      from (
+        select input_file_name() as __sb_file, input_file_block_start() as __sb_block,
+               monotonically_increasing_id() as __sb_pos
+               {%- for c in cols %}, {{ c }} as __sb_sort_{{ loop.index0 }}{% endfor %}
+        from {{ relation }}
+      ) as __sb_sort_rows
       window __sb_w as (partition by __sb_file order by __sb_block, __sb_pos)
     ) as __sb_lagged
     group by __sb_file
-  ),
-  {%- endfor %}
-  __sb_named as (
-    select *, {{ spark_bucketing.partition_path_expr('directory', partition_by | length) }} as __sb_path
-    from (
-      select *, {{ spark_bucketing.file_dir_expr('__sb_file') }} as directory,
-             try_cast(nullif(regexp_extract(__sb_file, '{{ file_bucket_pattern }}', 1), '') as int) as file_bucket
-      from __sb_counts
-    ) as __sb_parsed
-  ),
-  __sb_specs as (
-    select *,
-      case
-        {%- for spec, paths in groups %}
-        when {{ spark_bucketing.paths_predicate(paths) }} then {{ loop.index0 }}
-        {%- endfor %}
-      end as spec_group
-    from __sb_named
-  ),
-  __sb_per_file as (
-    select __sb_file, directory, __sb_path, file_bucket, spec_group
-           {%- for p in partition_by %}, max(__sb_p{{ loop.index0 }}) as __sb_p{{ loop.index0 }}{% endfor %},
-           sum(__sb_listed) as row_count,
-           sum(__sb_n) as checked_rows,
-           sum(case
-             when __sb_n = 0 then 0
-             {%- for spec, _ in groups %}
-             when spec_group = {{ loop.index0 }} and __sb_b{{ loop.index0 }} <=> file_bucket then 0
-             {%- endfor %}
-             else __sb_n
-           end) as misplaced_rows
-    from __sb_specs
-    group by __sb_file, directory, __sb_path, file_bucket, spec_group
-  ),
-  __sb_files as (
-    select f.__sb_file as file_path, f.directory, f.__sb_path as partition_path, f.file_bucket, f.row_count,
-           f.spec_group
-           {%- for p in partition_by %}, f.__sb_p{{ loop.index0 }}{% endfor %},
-           case
-             {%- for spec, _ in groups %}
-             when f.spec_group = {{ loop.index0 }} then {{ spec.buckets }}
-             {%- endfor %}
-           end as buckets,
-           f.checked_rows, f.misplaced_rows,
-           {%- if sort_groups %}
-           coalesce(case
-             {%- for g in sort_groups %}
-             when f.spec_group = {{ g }} then u{{ g }}.__sb_unsorted
-             {%- endfor %}
-           end, 0)
-           {%- else %}
-           0
-           {%- endif %} as unsorted_rows
-    from __sb_per_file as f
-    {%- for g in sort_groups %}
-    left join __sb_unsorted_{{ g }} as u{{ g }} on u{{ g }}.__sb_file = f.__sb_file
-    {%- endfor %}
-  ),
-  __sb_checked as (
-    select *,
-      case
-        when buckets is null then 'no bucket spec is recorded or declared for partition ' || partition_path
-        when file_bucket is null then 'file name carries no bucket id'
-        when file_bucket >= buckets then 'bucket id ' || file_bucket || ' >= bucket count ' || buckets
-        when files_for_bucket > 1 then files_for_bucket || ' files for bucket ' || file_bucket || ' in ' || directory
-        when checked_rows != row_count then (row_count - checked_rows) || ' of ' || row_count || ' rows were not read by the check'
-        when misplaced_rows > 0 then misplaced_rows || ' of ' || row_count || ' rows belong to other buckets'
-        when unsorted_rows > 0 then unsorted_rows || ' rows out of sorted_by order'
-      end as problem
-    from (
-      select *, count(*) over (partition by directory, file_bucket) as files_for_bucket
-      from __sb_files
-    ) as __sb_counted
   )
-  {%- if output == 'partitions' %}
-  select directory, partition_path, count(*) as files, sum(row_count) as row_count,
-         count(problem) as problems,
-         concat_ws('\n', slice(collect_list(file_path || ': ' || problem), 1, 20)) as problem_lines
-         {%- for p in partition_by %}, max(__sb_p{{ loop.index0 }}) as __sb_p{{ loop.index0 }}{% endfor %}
-  from __sb_checked
-  group by directory, partition_path
-  {%- else %}
-  select file_path, partition_path, file_bucket, row_count, misplaced_rows, unsorted_rows, files_for_bucket, problem
-  from __sb_checked
-  where problem is not null
-  order by file_path
-  {%- endif %}
+  {%- endfor %}
+  select __sb_dir, {{ spark_bucketing.partition_path_expr('__sb_dir', partition_by | length) }} as __sb_path,
+         try_cast(nullif(regexp_extract(__sb_file, '{{ file_bucket_pattern }}', 1), '') as int) as __sb_file_bucket, *
+  from (
+    select {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir, *
+    from (
+      select * from __sb_counts
+      {%- for g in sort_groups %}
+      union all
+      select * from __sb_unsorted_{{ g }}
+      {%- endfor %}
+    ) as __sb_all
+  ) as __sb_named
 {%- endmacro %}
+
+{% macro layout_report(rows, partition_by, groups) %}
+  {#- Reads layout_sql's rows: {'files': one entry per file with its problem
+      (none when sound), 'partitions': one entry per partition folder with
+      its stats (partition_stats' shape) and problems}. A file follows the
+      spec of the group that names its partition (or the group for every
+      partition). -#}
+  {%- set group_of = {} -%}
+  {%- set default = namespace(g=none) -%}
+  {%- for spec, paths in groups -%}
+    {%- set g = loop.index0 -%}
+    {%- if paths is none -%}{%- set default.g = g if default.g is none else default.g -%}
+    {%- else -%}
+      {%- for path in paths if path not in group_of -%}{%- do group_of.update({path: g}) -%}{%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set pcount = partition_by | length -%}
+  {%- set files = {} -%}
+  {%- for row in rows -%}
+    {%- set f = files.get(row['__sb_file']) -%}
+    {%- if f is none -%}
+      {%- set f = {'file_path': row['__sb_file'], 'directory': row['__sb_dir'], 'partition_path': row['__sb_path'],
+                   'file_bucket': row['__sb_file_bucket'], 'values': {}, 'row_count': 0, 'checked_rows': 0,
+                   'counts': [], 'unsorted': {}} -%}
+      {%- do files.update({row['__sb_file']: f}) -%}
+    {%- endif -%}
+    {%- if row['__sb_sort_group'] is not none -%}
+      {%- do f.unsorted.update({row['__sb_sort_group'] | int: row['__sb_unsorted'] | int}) -%}
+    {%- else -%}
+      {%- for p in partition_by -%}{%- do f['values'].update({p: row['__sb_p' ~ loop.index0]}) -%}{%- endfor -%}
+      {%- do f.update({'row_count': f.row_count + row['__sb_listed'] | int, 'checked_rows': f.checked_rows + row['__sb_n'] | int}) -%}
+      {%- if row['__sb_n'] | int > 0 -%}{%- do f.counts.append(row) -%}{%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set per_bucket = {} -%}
+  {%- for f in files.values() -%}
+    {%- set key = (f.directory, f.file_bucket) -%}
+    {%- do per_bucket.update({key: per_bucket.get(key, 0) + 1}) -%}
+  {%- endfor -%}
+  {%- set partitions = {} -%}
+  {%- set out = [] -%}
+  {%- for path_key in files | sort(case_sensitive=true) -%}
+    {%- set f = files[path_key] -%}
+    {%- set g = group_of.get(f.partition_path, default.g) -%}
+    {%- set spec = groups[g][0] if g is not none else none -%}
+    {%- set misplaced = namespace(n=0) -%}
+    {%- for row in f.counts if g is none or row['__sb_b' ~ g] != f.file_bucket -%}
+      {%- set misplaced.n = misplaced.n + row['__sb_n'] | int -%}
+    {%- endfor -%}
+    {%- set unsorted = f.unsorted.get(g, 0) -%}
+    {%- set same_bucket = per_bucket[(f.directory, f.file_bucket)] -%}
+    {%- if spec is none -%}{%- set problem = 'no bucket spec is recorded or declared for partition ' ~ f.partition_path -%}
+    {%- elif f.file_bucket is none -%}{%- set problem = 'file name carries no bucket id' -%}
+    {%- elif f.file_bucket >= spec.buckets -%}{%- set problem = 'bucket id ' ~ f.file_bucket ~ ' >= bucket count ' ~ spec.buckets -%}
+    {%- elif same_bucket > 1 -%}{%- set problem = same_bucket ~ ' files for bucket ' ~ f.file_bucket ~ ' in ' ~ f.directory -%}
+    {%- elif f.checked_rows != f.row_count -%}{%- set problem = (f.row_count - f.checked_rows) ~ ' of ' ~ f.row_count ~ ' rows were not read by the check' -%}
+    {%- elif misplaced.n > 0 -%}{%- set problem = misplaced.n ~ ' of ' ~ f.row_count ~ ' rows belong to other buckets' -%}
+    {%- elif unsorted > 0 -%}{%- set problem = unsorted ~ ' rows out of sorted_by order' -%}
+    {%- else -%}{%- set problem = none -%}
+    {%- endif -%}
+    {%- do out.append({'file_path': f.file_path, 'partition_path': f.partition_path, 'file_bucket': f.file_bucket,
+                       'row_count': f.row_count, 'misplaced_rows': misplaced.n, 'unsorted_rows': unsorted,
+                       'files_for_bucket': same_bucket, 'problem': problem}) -%}
+    {%- set part = partitions.get(f.directory) -%}
+    {%- if part is none -%}
+      {%- set part = {'path': f.partition_path, 'location': f.directory, 'files': 0, 'rows': 0, 'values': f['values'], 'problems': 0, 'lines': []} -%}
+      {%- do partitions.update({f.directory: part}) -%}
+    {%- endif -%}
+    {%- do part.update({'files': part.files + 1, 'rows': part.rows + f.row_count}) -%}
+    {%- if problem is not none -%}
+      {%- do part.update({'problems': part.problems + 1}) -%}
+      {%- if part.lines | length < 20 -%}{%- do part.lines.append(f.file_path ~ ': ' ~ problem) -%}{%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return({'files': out, 'partitions': partitions.values() | list}) }}
+{% endmacro %}
 
 {% macro paths_predicate(paths) -%}
   {%- if paths is none -%}true
@@ -189,25 +195,26 @@
 {% endmacro %}
 
 {% macro layout_violations(relation, info=none, meta=none) %}
-  {#- The offending files of `relation` (an agate table, empty when sound). -#}
+  {#- The offending files of `relation` (file_path, partition_path, file_bucket,
+      row_count, misplaced_rows, unsorted_rows, files_for_bucket, problem),
+      empty when sound. -#}
   {%- set info = info or spark_bucketing.table_info(relation) -%}
   {%- set meta = meta or spark_bucketing.read_metadata(relation) -%}
   {%- set groups = spark_bucketing.check_groups(relation, spark_bucketing.expected_specs(info, meta)) -%}
-  {{ return(run_query(spark_bucketing.layout_sql(relation, info.partition_by, groups))) }}
+  {%- set report = spark_bucketing.layout_report(run_query(spark_bucketing.layout_sql(relation, info.partition_by, groups)), info.partition_by, groups) -%}
+  {{ return(report.files | rejectattr('problem', 'none') | list) }}
 {% endmacro %}
 
 {% macro checked_stats(relation, spec) %}
   {#- A new write's check and its partition stats from one query:
       {'stats': [partition_stats entries], 'problems': count, 'lines': [file: problem]}. -#}
   {%- set groups = spark_bucketing.check_groups(relation, [(spark_bucketing.spec_record(spec), none)]) -%}
+  {%- set report = spark_bucketing.layout_report(run_query(spark_bucketing.layout_sql(relation, spec.partition_by, groups)), spec.partition_by, groups) -%}
   {%- set out = {'stats': [], 'problems': 0, 'lines': []} -%}
-  {%- for row in run_query(spark_bucketing.layout_sql(relation, spec.partition_by, groups, 'partitions')) -%}
-    {%- set values = {} -%}
-    {%- for p in spec.partition_by -%}{%- do values.update({p: row['__sb_p' ~ loop.index0]}) -%}{%- endfor -%}
-    {%- do out.stats.append({'path': row['partition_path'], 'location': row['directory'], 'files': row['files'] | int,
-                             'rows': row['row_count'] | int, 'values': values}) -%}
-    {%- do out.update({'problems': out.problems + row['problems'] | int}) -%}
-    {%- if row['problem_lines'] -%}{%- do out.lines.extend(row['problem_lines'].split('\n')) -%}{%- endif -%}
+  {%- for part in report.partitions -%}
+    {%- do out.stats.append({'path': part.path, 'location': part.location, 'files': part.files, 'rows': part.rows, 'values': part['values']}) -%}
+    {%- do out.update({'problems': out.problems + part.problems}) -%}
+    {%- do out.lines.extend(part.lines) -%}
   {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}

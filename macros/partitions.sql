@@ -59,27 +59,29 @@
       restricts the scan to those partitions. The scan reads no data column,
       so Spark never plans it as a bucketed scan (which would skip files
       whose bucket id is too high): every file is counted, whatever the
-      session's settings, and Parquet and ORC answer from their footers. -#}
-  {%- set pcount = partition_by | length -%}
+      session's settings, and Parquet and ORC answer from their footers.
+      One shuffle (per file); the files are summed per folder here. -#}
   {%- set query -%}
-    select __sb_dir, {{ spark_bucketing.partition_path_expr('__sb_dir', pcount) }} as __sb_path,
-           count(*) as files, sum(__sb_rows) as row_count
-           {%- for p in partition_by %}, max(__sb_p{{ loop.index0 }}){% endfor %}
+    select __sb_dir, {{ spark_bucketing.partition_path_expr('__sb_dir', partition_by | length) }} as __sb_path, *
     from (
-      select *, {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir
+      select {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir, *
       from ({{ spark_bucketing.files_sql(relation, partition_by, only) }}) as __sb_files
     ) as __sb_dirs
-    group by 1, 2
   {%- endset -%}
-  {%- set out = [] -%}
+  {%- set folders = {} -%}
   {%- if only is none or only | length > 0 -%}
     {%- for row in run_query(query) -%}
-      {%- set values = {} -%}
-      {%- for p in partition_by -%}{%- do values.update({p: row[4 + loop.index0]}) -%}{%- endfor -%}
-      {%- do out.append({'path': row[1], 'location': row[0], 'files': row[2] | int, 'rows': row[3] | int, 'values': values}) -%}
+      {%- set s = folders.get(row['__sb_dir']) -%}
+      {%- if s is none -%}
+        {%- set values = {} -%}
+        {%- for p in partition_by -%}{%- do values.update({p: row['__sb_p' ~ loop.index0]}) -%}{%- endfor -%}
+        {%- set s = {'path': row['__sb_path'], 'location': row['__sb_dir'], 'files': 0, 'rows': 0, 'values': values} -%}
+        {%- do folders.update({row['__sb_dir']: s}) -%}
+      {%- endif -%}
+      {%- do s.update({'files': s.files + 1, 'rows': s.rows + row['__sb_rows'] | int}) -%}
     {%- endfor -%}
   {%- endif -%}
-  {{ return(out) }}
+  {{ return(folders.values() | list) }}
 {% endmacro %}
 
 {% macro files_sql(relation, partition_by, only=none) -%}

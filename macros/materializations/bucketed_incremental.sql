@@ -39,9 +39,9 @@
     {%- set staged = spark_bucketing.needs_staging(incr.strategy, spec, whole) -%}
     {%- set stage_location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id ~ '__new' -%}
     {%- if staged -%}
-      {%- do spark_bucketing.stage_new_rows(rels.new, columns, new_sql, stage_location) -%}
+      {%- do spark_bucketing.stage_new_rows(rels.new, columns, new_sql, stage_location, spec.partition_by) -%}
     {%- endif -%}
-    {%- set touched = spark_bucketing.staged_partitions(rels.new, spec.partition_by) if staged and not whole else none -%}
+    {%- set touched = spark_bucketing.staged_partitions(rels.new) if staged and not whole else none -%}
     {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, rels.new if staged else new_sql, existing, whole, touched) -%}
     {%- set obsolete = [] -%}
     {%- if whole -%}

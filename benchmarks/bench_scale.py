@@ -196,7 +196,7 @@ def incremental(base: Path, sizes: list[int], backfill: int, per_day: int, bucke
             best = best_alternating({side: run(model, n - 1, n - 1, strategy) for side, model in sides.items()})
             report(n, f"one day, {strategy}", best, first_size)
     n = max(sizes)
-    for strategy in ("insert_overwrite", "append"):
+    for strategy in ("insert_overwrite", "append") if backfill else ():
         best = best_alternating({side: run(model, 0, backfill - 1, strategy) for side, model in sides.items()})
         report(n, f"backfill {backfill} days, {strategy}", best, first_size)
 
@@ -218,7 +218,7 @@ def main() -> int:
     parser.add_argument("--days", type=int, default=3)
     parser.add_argument("--buckets", type=int, default=16)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
-    parser.add_argument("--backfill", type=int, default=300)
+    parser.add_argument("--backfill", type=int, default=300, help="days of the backfill run (0: none)")
     parser.add_argument("--per-day", type=int, default=400)
     parser.add_argument("--only", choices=["full", "incremental"], default=None)
     parser.add_argument("--base", type=Path, default=None, help="folder for the projects (default: a temporary one)")

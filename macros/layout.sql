@@ -115,7 +115,6 @@
       {%- for path in paths if path not in group_of -%}{%- do group_of.update({path: g}) -%}{%- endfor -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- set pcount = partition_by | length -%}
   {%- set files = {} -%}
   {%- for row in rows -%}
     {%- set f = files.get(row['__sb_file']) -%}
@@ -175,12 +174,6 @@
   {%- endfor -%}
   {{ return({'files': out, 'partitions': partitions.values() | list}) }}
 {% endmacro %}
-
-{% macro paths_predicate(paths) -%}
-  {%- if paths is none -%}true
-  {%- else -%}__sb_path in ({% for p in paths %}{{ spark_bucketing.sql_string(p) }}{{ ', ' if not loop.last }}{% endfor %})
-  {%- endif -%}
-{%- endmacro %}
 
 {% macro check_groups(relation, groups) %}
   {#- Fails when there is no spec to check `relation` against; registers the

@@ -175,6 +175,11 @@
   {{ return({'files': out, 'partitions': partitions.values() | list}) }}
 {% endmacro %}
 
+{% macro checked_layout(relation, partition_by, groups) %}
+  {#- Runs the check on `relation` against `groups`: layout_report()'s result. -#}
+  {{ return(spark_bucketing.layout_report(run_query(spark_bucketing.layout_sql(relation, partition_by, groups)), partition_by, groups)) }}
+{% endmacro %}
+
 {% macro check_groups(relation, groups) %}
   {#- Fails when there is no spec to check `relation` against; registers the
       Hive hash function if a group needs it. -#}
@@ -194,7 +199,7 @@
   {%- set info = info or spark_bucketing.table_info(relation) -%}
   {%- set meta = meta or spark_bucketing.read_metadata(relation) -%}
   {%- set groups = spark_bucketing.check_groups(relation, spark_bucketing.expected_specs(info, meta)) -%}
-  {%- set report = spark_bucketing.layout_report(run_query(spark_bucketing.layout_sql(relation, info.partition_by, groups)), info.partition_by, groups) -%}
+  {%- set report = spark_bucketing.checked_layout(relation, info.partition_by, groups) -%}
   {{ return(report.files | rejectattr('problem', 'none') | list) }}
 {% endmacro %}
 
@@ -202,7 +207,7 @@
   {#- A new write's check and its partition stats from one query:
       {'stats': [partition_stats entries], 'problems': count, 'lines': [file: problem]}. -#}
   {%- set groups = spark_bucketing.check_groups(relation, [(spark_bucketing.spec_record(spec), none)]) -%}
-  {%- set report = spark_bucketing.layout_report(run_query(spark_bucketing.layout_sql(relation, spec.partition_by, groups)), spec.partition_by, groups) -%}
+  {%- set report = spark_bucketing.checked_layout(relation, spec.partition_by, groups) -%}
   {%- set out = {'stats': [], 'problems': 0, 'lines': []} -%}
   {%- for part in report.partitions -%}
     {%- do out.stats.append({'path': part.path, 'location': part.location, 'files': part.files, 'rows': part.rows, 'values': part['values']}) -%}

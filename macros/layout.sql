@@ -86,18 +86,15 @@
     group by __sb_file
   )
   {%- endfor %}
-  select __sb_dir, {{ spark_bucketing.partition_path_expr('__sb_dir', partition_by | length) }} as __sb_path,
-         try_cast(nullif(regexp_extract(__sb_file, '{{ file_bucket_pattern }}', 1), '') as int) as __sb_file_bucket, *
-  from (
-    select {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir, *
-    from (
-      select * from __sb_counts
-      {%- for g in sort_groups %}
-      union all
-      select * from __sb_unsorted_{{ g }}
-      {%- endfor %}
-    ) as __sb_all
-  ) as __sb_named
+  {%- set all_rows -%}
+    select * from __sb_counts
+    {%- for g in sort_groups %}
+    union all
+    select * from __sb_unsorted_{{ g }}
+    {%- endfor %}
+  {%- endset %}
+  select try_cast(nullif(regexp_extract(__sb_file, '{{ file_bucket_pattern }}', 1), '') as int) as __sb_file_bucket, *
+  from ({{ spark_bucketing.with_folders_sql(all_rows, partition_by | length) }}) as __sb_named
 {%- endmacro %}
 
 {% macro layout_report(rows, partition_by, groups) %}

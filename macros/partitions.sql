@@ -21,6 +21,17 @@
   {%- endif -%}
 {%- endmacro %}
 
+{% macro with_folders_sql(files_sql, partition_count) -%}
+  {#- The rows of `files_sql` (each with __sb_file, an input_file_name()
+      value, after aggregation) plus the file's folder (__sb_dir) and the
+      partition's folder names (__sb_path): string work per file, not per row. -#}
+  select __sb_dir, {{ spark_bucketing.partition_path_expr('__sb_dir', partition_count) }} as __sb_path, *
+  from (
+    select {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir, *
+    from ({{ files_sql }}) as __sb_files
+  ) as __sb_dirs
+{%- endmacro %}
+
 {% macro unescape_path_name(text) %}
   {#- Spark's escapePathName backwards: %XX (always an ASCII character) -> the character. -#}
   {%- set pieces = text.split('%') -%}
@@ -61,13 +72,7 @@
       whose bucket id is too high): every file is counted, whatever the
       session's settings, and Parquet and ORC answer from their footers.
       One shuffle (per file); the files are summed per folder here. -#}
-  {%- set query -%}
-    select __sb_dir, {{ spark_bucketing.partition_path_expr('__sb_dir', partition_by | length) }} as __sb_path, *
-    from (
-      select {{ spark_bucketing.file_dir_expr('__sb_file') }} as __sb_dir, *
-      from ({{ spark_bucketing.files_sql(relation, partition_by, only) }}) as __sb_files
-    ) as __sb_dirs
-  {%- endset -%}
+  {%- set query = spark_bucketing.with_folders_sql(spark_bucketing.files_sql(relation, partition_by, only), partition_by | length) -%}
   {%- set folders = {} -%}
   {%- if only is none or only | length > 0 -%}
     {%- for row in run_query(query) -%}

@@ -67,14 +67,23 @@
   {%- do exceptions.raise_compiler_error("spark_bucketing: model '" ~ model.unique_id ~ "': " ~ message) -%}
 {% endmacro %}
 
-{% macro verify_write(relation, spec, location, rels) %}
+{% macro verify_write(relation, spec, location, rels, other=none) %}
   {#- Checks a new write (unless verify_layout is false) and returns its
-      partition stats, both from one query. A write that breaks its layout
-      is discarded and fails the run. -#}
+      partition stats, both from one query: {'stats': [...], 'other': the
+      partition stats of `other`, a files_sql listed by the same query}. A
+      write that breaks its layout is discarded and fails the run. -#}
   {%- if not spec.verify_layout -%}
-    {{ return(spark_bucketing.partition_stats(relation, spec.partition_by)) }}
+    {%- set listing -%}
+      select *, false as __sb_other from ({{ spark_bucketing.files_sql(relation, spec.partition_by) }}) as __sb_new
+      {%- if other is not none %}
+      union all
+      select *, true as __sb_other from ({{ other }}) as __sb_old
+      {%- endif %}
+    {%- endset -%}
+    {%- set written, listed = spark_bucketing.split_other(run_query(spark_bucketing.with_folders_sql(listing, spec.partition_by | length))) -%}
+    {{ return({'stats': spark_bucketing.folder_stats(written, spec.partition_by), 'other': spark_bucketing.folder_stats(listed, spec.partition_by)}) }}
   {%- endif -%}
-  {%- set checked = spark_bucketing.checked_stats(relation, spec) -%}
+  {%- set checked = spark_bucketing.checked_stats(relation, spec, other) -%}
   {%- if checked.problems > 0 -%}
     {%- set more = checked.problems - checked.lines | length -%}
     {%- do spark_bucketing.discard(relation, location, rels,
@@ -82,7 +91,7 @@
         ~ " files, so it was discarded and the table left as it was:\n  " ~ (checked.lines | join('\n  '))
         ~ ('\n  ... and ' ~ more ~ ' more files' if more > 0 else '')) -%}
   {%- endif -%}
-  {{ return(checked.stats) }}
+  {{ return(checked) }}
 {% endmacro %}
 
 {% macro replace_table(rels, spec, columns, sql, old_relation, old_info) %}
@@ -93,7 +102,7 @@
   {#- The free folder may hold an older build whose partitions the new one would not overwrite. -#}
   {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.tmp, spec, columns, sql, location) -%}
-  {%- set stats = spark_bucketing.verify_write(rels.tmp, spec, location, rels) -%}
+  {%- set stats = spark_bucketing.verify_write(rels.tmp, spec, location, rels).stats -%}
   {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats)) -%}
   {%- do spark_bucketing.checkpoint('before_swap') -%}
 

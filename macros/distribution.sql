@@ -22,15 +22,15 @@
 {% endmacro %}
 
 {% macro write_tasks(spec) %}
-  {#- The write's task count: the session's shuffle partitions (the
-      parallelism the user chose), and for an unpartitioned table no more
-      than its buckets. A task may write several buckets: Spark's writer sorts
-      its rows by bucket and writes one file per bucket, so one file per
-      (partition, bucket) holds for any count, and the count need not grow
-      with the buckets (100,000 buckets would be 100,000 tasks). -#}
+  {#- An unpartitioned table's write task count: the session's shuffle
+      partitions (the parallelism the user chose), no more than its buckets.
+      A task may write several buckets: Spark's writer sorts its rows by
+      bucket and writes one file per bucket, so one file per bucket holds
+      for any count, and the count need not grow with the buckets (100,000
+      buckets would be 100,000 tasks). -#}
   {%- set shuffle_partitions = spark_bucketing.get_conf('spark.sql.shuffle.partitions') -%}
   {%- set p = shuffle_partitions | int if shuffle_partitions is string and shuffle_partitions.isdigit() else 200 -%}
-  {{ return([spec.buckets, p] | min if not spec.partition_by else p) }}
+  {{ return([spec.buckets, p] | min) }}
 {% endmacro %}
 
 {% macro partition_columns_last(columns, partition_by) %}
@@ -49,16 +49,26 @@
 {% macro default__distributed_select_sql(spec, columns, sql) -%}
   {%- set ordered = spark_bucketing.partition_columns_last(columns, spec.partition_by) -%}
   {%- set bucket_id = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.bucket_hash) -%}
-  {%- set tasks = spark_bucketing.write_tasks(spec) -%}
-  {%- set routes = none -%}
-  {%- if not spec.partition_by and tasks <= spark_bucketing.route_lookup_limit() -%}
-    {%- set routes = spark_bucketing.collision_free_routes(tasks) -%}
-  {%- endif -%}
-  {%- set route = 'element_at(array(' ~ (routes | join(', ')) ~ '), ' ~ bucket_id ~ ' % ' ~ tasks ~ ' + 1)' if routes else bucket_id -%}
   {%- set keys = spark_bucketing.quoted(spec.partition_by) + ['__sb_route'] -%}
+  {#- A partitioned table's write names no task count: the shuffle has the
+      session's shuffle partitions, and AQE may coalesce it to the data's
+      size. Coalescing joins whole partitions, so a (partition, bucket) still
+      lands in exactly one task, and a one-day run writes from one task
+      instead of n. An unpartitioned table's routes are computed for exactly
+      `tasks` partitions, so there the count is explicit (and never coalesced). -#}
+  {%- set route = bucket_id -%}
+  {%- set count = '' -%}
+  {%- if not spec.partition_by -%}
+    {%- set tasks = spark_bucketing.write_tasks(spec) -%}
+    {%- set count = tasks ~ ', ' -%}
+    {%- set routes = spark_bucketing.collision_free_routes(tasks) if tasks <= spark_bucketing.route_lookup_limit() else none -%}
+    {%- if routes -%}
+      {%- set route = 'element_at(array(' ~ (routes | join(', ')) ~ '), ' ~ bucket_id ~ ' % ' ~ tasks ~ ' + 1)' -%}
+    {%- endif -%}
+  {%- endif -%}
   select {{ spark_bucketing.quoted(ordered) | join(', ') }}
   from (
-    select /*+ REPARTITION({{ tasks }}, {{ keys | join(', ') }}) */ *
+    select /*+ REPARTITION({{ count }}{{ keys | join(', ') }}) */ *
     from (
       select *, {{ route }} as __sb_route
       from (

@@ -127,15 +127,15 @@
   {%- endif -%}
 {%- endmacro %}
 
-{% macro check_side_partitions(rels, location, stats) %}
+{% macro check_side_partitions(rels, location, stats, listed) %}
   {#- Before anything is published: every written partition has non-NULL
-      values, and the side entry's catalog lists exactly the folders its
-      files are in (the names the switch will use). -#}
+      values, and the side entry's catalog (`listed`) lists exactly the
+      folders its files are in (the names the switch will use). -#}
   {%- for s in stats if none in s['values'].values() -%}
     {%- do spark_bucketing.discard(rels.incr, location, rels,
         "the new rows have a NULL partition value (" ~ s.path ~ "); bucketed_incremental needs non-NULL partition columns. Fix: coalesce them in the model") -%}
   {%- endfor -%}
-  {%- set listed = spark_bucketing.catalog_partitions(rels.incr).keys() | sort(case_sensitive=true) -%}
+  {%- set listed = listed.keys() | sort(case_sensitive=true) -%}
   {%- set found = stats | map(attribute='path') | sort(case_sensitive=true) -%}
   {%- if listed != found -%}
     {%- do spark_bucketing.discard(rels.incr, location, rels,
@@ -153,8 +153,25 @@
       caller deletes once everything is published. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location) -%}
-  {%- set stats = spark_bucketing.verify_write(rels.incr, spec, location, rels) -%}
-  {%- do spark_bucketing.check_side_partitions(rels, location, stats) -%}
+
+  {#- The partitions the write replaces: those it wrote that the table lists,
+      and static partitions it left empty. The check's own query lists their
+      folders (only those partitions), so reading them costs no job. -#}
+  {%- set listed = spark_bucketing.catalog_partitions(rels.incr) -%}
+  {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
+  {%- set static = spark_bucketing.static_values(spec, static_partitions) -%}
+  {%- set emptied = [] -%}
+  {%- for path, values in catalog.items() if path not in listed and spark_bucketing.values_in(values, static, spec.partition_by) -%}
+    {%- do emptied.append(path) -%}
+  {%- endfor -%}
+  {%- set old_values = [] -%}
+  {%- for path, values in catalog.items() if path in listed or path in emptied -%}{%- do old_values.append(values) -%}{%- endfor -%}
+  {%- set other = spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none -%}
+  {%- set checked = spark_bucketing.verify_write(rels.incr, spec, location, rels, other) -%}
+  {%- set stats = checked.stats -%}
+  {%- do spark_bucketing.check_side_partitions(rels, location, stats, listed) -%}
+  {%- set replaced = {} -%}
+  {%- for s in checked.other -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
 
   {#- Never let the catalog declare a spec these partitions would break. -#}
@@ -165,20 +182,7 @@
   {%- endif -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
 
-  {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
   {%- set written = stats | map(attribute='path') | list -%}
-  {%- set static = spark_bucketing.static_values(spec, static_partitions) -%}
-  {%- set emptied = [] -%}
-  {%- for path, values in catalog.items() if path not in written and spark_bucketing.values_in(values, static, spec.partition_by) -%}
-    {%- do emptied.append(path) -%}
-  {%- endfor -%}
-  {#- The folders being replaced: read only the partitions this run replaces. -#}
-  {%- set old_values = [] -%}
-  {%- for s in stats if s.path in catalog -%}{%- do old_values.append(s['values']) -%}{%- endfor -%}
-  {%- for path in emptied -%}{%- do old_values.append(catalog[path]) -%}{%- endfor -%}
-  {%- set replaced = {} -%}
-  {%- for s in spark_bucketing.partition_stats(rels.target, spec.partition_by, old_values) -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
-
   {%- for s in stats -%}
     {%- call statement('spark_bucketing_switch_partition') -%}
       {%- if s.path in catalog -%}

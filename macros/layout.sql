@@ -35,34 +35,53 @@
   {{ return(groups) }}
 {% endmacro %}
 
-{% macro layout_sql(relation, partition_by, groups) -%}
+{% macro listed_files_sql(files_sql, partition_by, groups, is_other) -%}
+  {#- layout_sql's rows for the files of `files_sql`: their rows as listed, none counted. -#}
+    select __sb_file
+      {%- for p in partition_by %}, __sb_p{{ loop.index0 }}{% endfor %}
+      {%- for spec, _ in groups %}, cast(null as int) as __sb_b{{ loop.index0 }}{% endfor %},
+      __sb_rows as __sb_listed, cast(0 as bigint) as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted,
+      {{ is_other }} as __sb_other
+    from ({{ files_sql }}) as __sb_listing
+{%- endmacro %}
+
+{% macro layout_sql(relation, partition_by, groups, other=none, listing=true) -%}
   {#- The check's one read: a listing of every file with its rows by a scan
       that reads no data column (files_sql: Spark never plans it as a
       bucketed scan, so it lists even a file a bucketed scan would skip), and
       the rows per (file, computed bucket of each spec group). Both are
       aggregated in the scan's stage (one shuffle each, side by side), with
       no string work per row: file names are parsed on the aggregated rows.
+      `listing=false` leaves the listing out, for a write this run made: its
+      folder holds only files Spark's writer named, which every scan reads,
+      so the rows counted are the rows listed.
       With sorted_by, a window per file counts rows out of order (a sort of
-      the sort columns). layout_report() reads the result. -#}
+      the sort columns). `other`, a files_sql of another table's partitions,
+      is listed in the same query (rows with __sb_other true), so that a run
+      learns the folders it replaces without a job of its own.
+      layout_report() reads the result. -#}
   {%- set sort_groups = [] -%}
   {#- Indexes into `groups` (a filtered loop would renumber them). -#}
   {%- for spec, _ in groups -%}{%- if spec.sorted_by -%}{%- do sort_groups.append(loop.index0) -%}{%- endif -%}{%- endfor -%}
   {%- set file_bucket_pattern = '^.*/[^/]*_([0-9]+)([.][^/]*)?$' -%}
   with __sb_counts as (
-    select __sb_file
-      {%- for p in partition_by %}, __sb_p{{ loop.index0 }}{% endfor %}
-      {%- for spec, _ in groups %}, cast(null as int) as __sb_b{{ loop.index0 }}{% endfor %},
-      __sb_rows as __sb_listed, cast(0 as bigint) as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted
-    from ({{ spark_bucketing.files_sql(relation, partition_by) }}) as __sb_listing
-    union all
     select input_file_name() as __sb_file
       {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
       {%- for spec, _ in groups %},
       {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) }} as __sb_b{{ loop.index0 }}
       {%- endfor %},
-      cast(0 as bigint) as __sb_listed, count(*) as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted
+      {{ 'cast(0 as bigint)' if listing else 'count(*)' }} as __sb_listed, count(*) as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted,
+      false as __sb_other
     from {{ relation }}
     group by all
+    {%- if listing %}
+    union all
+    {{ spark_bucketing.listed_files_sql(spark_bucketing.files_sql(relation, partition_by), partition_by, groups, 'false') }}
+    {%- endif %}
+    {%- if other is not none %}
+    union all
+    {{ spark_bucketing.listed_files_sql(other, partition_by, groups, 'true') }}
+    {%- endif %}
   )
   {%- for g in sort_groups %}
   {%- set cols = spark_bucketing.quoted(groups[g][0].sorted_by) %},
@@ -71,7 +90,8 @@
       {%- for p in partition_by %}, cast(null as string) as __sb_p{{ loop.index0 }}{% endfor %}
       {%- for spec, _ in groups %}, cast(null as int) as __sb_b{{ loop.index0 }}{% endfor %},
       cast(0 as bigint) as __sb_listed, cast(0 as bigint) as __sb_n, {{ g }} as __sb_sort_group,
-      count_if({{ spark_bucketing.out_of_order_expr(range(cols | length) | list) }}) as __sb_unsorted
+      count_if({{ spark_bucketing.out_of_order_expr(range(cols | length) | list) }}) as __sb_unsorted,
+      false as __sb_other
     from (
       select *, lag(1) over __sb_w is not null as __sb_has_prev
         {%- for c in cols %}, lag(__sb_sort_{{ loop.index0 }}) over __sb_w as __sb_prev_{{ loop.index0 }}{% endfor %}
@@ -172,9 +192,13 @@
   {{ return({'files': out, 'partitions': partitions.values() | list}) }}
 {% endmacro %}
 
-{% macro checked_layout(relation, partition_by, groups) %}
-  {#- Runs the check on `relation` against `groups`: layout_report()'s result. -#}
-  {{ return(spark_bucketing.layout_report(run_query(spark_bucketing.layout_sql(relation, partition_by, groups)), partition_by, groups)) }}
+{% macro checked_layout(relation, partition_by, groups, other=none, listing=true) %}
+  {#- Runs the check on `relation` against `groups`: layout_report()'s
+      result, plus 'other': the partition stats of `other` (see layout_sql). -#}
+  {%- set checked, listed = spark_bucketing.split_other(run_query(spark_bucketing.layout_sql(relation, partition_by, groups, other, listing))) -%}
+  {%- set report = spark_bucketing.layout_report(checked, partition_by, groups) -%}
+  {%- do report.update({'other': spark_bucketing.folder_stats(listed, partition_by, '__sb_listed')}) -%}
+  {{ return(report) }}
 {% endmacro %}
 
 {% macro check_groups(relation, groups) %}
@@ -200,12 +224,13 @@
   {{ return(report.files | rejectattr('problem', 'none') | list) }}
 {% endmacro %}
 
-{% macro checked_stats(relation, spec) %}
-  {#- A new write's check and its partition stats from one query:
-      {'stats': [partition_stats entries], 'problems': count, 'lines': [file: problem]}. -#}
+{% macro checked_stats(relation, spec, other=none) %}
+  {#- The check of a write this run made, and its partition stats, from
+      one query: {'stats': [partition_stats entries], 'problems': count,
+      'lines': [file: problem], 'other': [partition_stats entries of `other`]}. -#}
   {%- set groups = spark_bucketing.check_groups(relation, [(spark_bucketing.spec_record(spec), none)]) -%}
-  {%- set report = spark_bucketing.checked_layout(relation, spec.partition_by, groups) -%}
-  {%- set out = {'stats': [], 'problems': 0, 'lines': []} -%}
+  {%- set report = spark_bucketing.checked_layout(relation, spec.partition_by, groups, other, listing=false) -%}
+  {%- set out = {'stats': [], 'problems': 0, 'lines': [], 'other': report.other} -%}
   {%- for part in report.partitions -%}
     {%- do out.stats.append({'path': part.path, 'location': part.location, 'files': part.files, 'rows': part.rows, 'values': part['values']}) -%}
     {%- do out.update({'problems': out.problems + part.problems}) -%}

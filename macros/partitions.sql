@@ -72,20 +72,32 @@
       whose bucket id is too high): every file is counted, whatever the
       session's settings, and Parquet and ORC answer from their footers.
       One shuffle (per file); the files are summed per folder here. -#}
+  {%- if only is not none and only | length == 0 -%}{{ return([]) }}{%- endif -%}
   {%- set query = spark_bucketing.with_folders_sql(spark_bucketing.files_sql(relation, partition_by, only), partition_by | length) -%}
+  {{ return(spark_bucketing.folder_stats(run_query(query), partition_by)) }}
+{% endmacro %}
+
+{% macro split_other(rows) %}
+  {#- A query's rows with __sb_other false, and those with it true. -#}
+  {%- set mine = [] -%}
+  {%- set other = [] -%}
+  {%- for row in rows -%}{%- do (other if row['__sb_other'] else mine).append(row) -%}{%- endfor -%}
+  {{ return((mine, other)) }}
+{% endmacro %}
+
+{% macro folder_stats(rows, partition_by, rows_column='__sb_rows') %}
+  {#- partition_stats' entries from per-file rows of with_folders_sql. -#}
   {%- set folders = {} -%}
-  {%- if only is none or only | length > 0 -%}
-    {%- for row in run_query(query) -%}
-      {%- set s = folders.get(row['__sb_dir']) -%}
-      {%- if s is none -%}
-        {%- set values = {} -%}
-        {%- for p in partition_by -%}{%- do values.update({p: row['__sb_p' ~ loop.index0]}) -%}{%- endfor -%}
-        {%- set s = {'path': row['__sb_path'], 'location': row['__sb_dir'], 'files': 0, 'rows': 0, 'values': values} -%}
-        {%- do folders.update({row['__sb_dir']: s}) -%}
-      {%- endif -%}
-      {%- do s.update({'files': s.files + 1, 'rows': s.rows + row['__sb_rows'] | int}) -%}
-    {%- endfor -%}
-  {%- endif -%}
+  {%- for row in rows -%}
+    {%- set s = folders.get(row['__sb_dir']) -%}
+    {%- if s is none -%}
+      {%- set values = {} -%}
+      {%- for p in partition_by -%}{%- do values.update({p: row['__sb_p' ~ loop.index0]}) -%}{%- endfor -%}
+      {%- set s = {'path': row['__sb_path'], 'location': row['__sb_dir'], 'files': 0, 'rows': 0, 'values': values} -%}
+      {%- do folders.update({row['__sb_dir']: s}) -%}
+    {%- endif -%}
+    {%- do s.update({'files': s.files + 1, 'rows': s.rows + row[rows_column] | int}) -%}
+  {%- endfor -%}
   {{ return(folders.values() | list) }}
 {% endmacro %}
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: one Spark session per test run (Hive support, temporary
+"""Shared fixtures: one Spark session per test worker (Hive support, temporary
 warehouse and metastore), and throwaway dbt projects that install this package
 and run in-process against that same session."""
 

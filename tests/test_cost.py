@@ -73,6 +73,11 @@ def test_one_day_run_reads_and_states_only_what_it_writes(spark, dbt_project, st
     assert partition_layout_problems(spark, table) == []
     # Bounded: the one partition's metadata is recorded in one statement.
     assert sum("set tblproperties" in s.lower() for s in big_new) == 1
+    # The day's few rows were written by one task (file names carry the
+    # task's number): AQE coalesced the routed shuffle to the data's size.
+    day_files = _files_of_day(spark, table, "2024-01-24")
+    assert len(day_files) > 1
+    assert len({f.name.split("-")[1] for f in day_files}) == 1
 
     # A backfill of 15 existing partitions: one switch each, the metadata in one
     # statement, every replaced folder deleted in one batch (three statements).

@@ -3,9 +3,9 @@
 
 {% macro incremental_config(spec) %}
   {%- set strategy = config.get('incremental_strategy') or 'insert_overwrite' -%}
-  {%- if strategy not in ('insert_overwrite', 'append') -%}
-    {%- do spark_bucketing.config_error('incremental_strategy', "must be 'insert_overwrite' or 'append', got '" ~ strategy ~ "'",
-        "use insert_overwrite (replace the partitions the new rows fall in) or append (add rows; touched partitions are rewritten)") -%}
+  {%- if strategy not in ('insert_overwrite', 'append', 'merge') -%}
+    {%- do spark_bucketing.config_error('incremental_strategy', "must be 'insert_overwrite', 'append' or 'merge', got '" ~ strategy ~ "'",
+        "use insert_overwrite (replace the partitions the new rows fall in), append (add rows; touched partitions are rewritten) or merge (upsert and delete by unique_key)") -%}
   {%- endif -%}
   {%- set on_change = config.get('on_bucket_change') or 'fail' -%}
   {%- if on_change not in ('fail', 'rebuild', 'evolve') -%}
@@ -144,10 +144,12 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro write_partitions(rels, info, meta, spec, columns, sql, static_partitions) %}
+{% macro write_partitions(rels, info, meta, spec, columns, sql, replaced_partitions) %}
   {#- Writes the new partitions under the table's folder in _bucketing/<run>,
       verifies them, switches the table's partitions to them, verifies the
-      switch. Reads only the partitions it writes. Returns what converge
+      switch. `replaced_partitions` (static partitions, a merge's scope) are
+      replaced even where the new rows leave them empty: they are dropped.
+      Reads only the partitions it writes. Returns what converge
       needs (the records of the listed partitions, the metadata keys of
       unlisted ones, the declared spec) and the replaced folders, which the
       caller deletes once everything is published. -#}
@@ -155,13 +157,13 @@
   {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location) -%}
 
   {#- The partitions the write replaces: those it wrote that the table lists,
-      and static partitions it left empty. The check's own query lists their
-      folders (only those partitions), so reading them costs no job. -#}
+      and replaced partitions it left empty. The check's own query lists
+      their folders (only those partitions), so reading them costs no job. -#}
   {%- set listed = spark_bucketing.catalog_partitions(rels.incr) -%}
   {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
-  {%- set static = spark_bucketing.static_values(spec, static_partitions) -%}
+  {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
   {%- set emptied = [] -%}
-  {%- for path, values in catalog.items() if path not in listed and spark_bucketing.values_in(values, static, spec.partition_by) -%}
+  {%- for path, values in catalog.items() if path not in listed and spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
     {%- do emptied.append(path) -%}
   {%- endfor -%}
   {%- set old_values = [] -%}
@@ -183,24 +185,16 @@
   {%- do spark_bucketing.checkpoint('before_switch') -%}
 
   {%- set written = stats | map(attribute='path') | list -%}
-  {%- for s in stats -%}
-    {%- call statement('spark_bucketing_switch_partition') -%}
-      {%- if s.path in catalog -%}
-        alter table {{ rels.target }} {{ spark_bucketing.partition_clause(s['values']) }} set location {{ spark_bucketing.sql_string(s.location) }}
-      {%- else -%}
-        alter table {{ rels.target }} add {{ spark_bucketing.partition_clause(s['values']) }} location {{ spark_bucketing.sql_string(s.location) }}
-      {%- endif -%}
-    {%- endcall -%}
-    {%- if loop.first -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
-  {%- endfor -%}
+  {%- do spark_bucketing.switch_partitions(rels.target, stats, catalog) -%}
   {%- set written_props = spark_bucketing.metadata_properties(spec, stats) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
   {%- do spark_bucketing.verify_switch(rels, spec, stats, catalog, replaced) -%}
 
-  {#- Static partitions the new rows left empty are dropped. -#}
-  {%- for path in emptied -%}
+  {#- Replaced partitions the new rows left empty are dropped. -#}
+  {%- for batch in emptied | batch(100) -%}
     {%- call statement('spark_bucketing_drop_partition') -%}
-      alter table {{ rels.target }} drop if exists {{ spark_bucketing.partition_clause(catalog[path]) }}
+      alter table {{ rels.target }} drop if exists
+      {%- for path in batch %} {{ spark_bucketing.partition_clause(catalog[path]) }}{{ ',' if not loop.last }}{% endfor %}
     {%- endcall -%}
   {%- endfor -%}
   {%- do adapter.drop_relation(rels.incr) -%}
@@ -222,6 +216,29 @@
   {%- for s in stats -%}{%- do records.update({s.path: fromjson(written_props[spark_bucketing.partition_key(s.path)])}) -%}{%- endfor -%}
   {%- set unlisted_keys = unlisted_keys | reject('in', written_props.keys() | list) | list -%}
   {{ return({'records': records, 'unlisted_keys': unlisted_keys, 'declared': declared, 'written': written, 'obsolete': obsolete}) }}
+{% endmacro %}
+
+{% macro switch_partitions(target, stats, catalog) %}
+  {#- Points the table's partitions at their new, verified folders. Spark SQL
+      sets one partition's location per statement, so each replaced partition
+      takes one; new partitions are added 100 per statement. Each partition
+      shows its old rows or its new ones at every moment. -#}
+  {%- set statements = [] -%}
+  {%- for s in stats if s.path in catalog -%}
+    {%- do statements.append('alter table ' ~ target ~ ' ' ~ spark_bucketing.partition_clause(s['values'])
+        ~ ' set location ' ~ spark_bucketing.sql_string(s.location)) -%}
+  {%- endfor -%}
+  {%- for batch in stats | rejectattr('path', 'in', catalog) | batch(100) -%}
+    {%- set clauses = [] -%}
+    {%- for s in batch -%}
+      {%- do clauses.append(spark_bucketing.partition_clause(s['values']) ~ ' location ' ~ spark_bucketing.sql_string(s.location)) -%}
+    {%- endfor -%}
+    {%- do statements.append('alter table ' ~ target ~ ' add ' ~ (clauses | join(' '))) -%}
+  {%- endfor -%}
+  {%- for sql in statements -%}
+    {%- call statement('spark_bucketing_switch_partition') -%}{{ sql }}{%- endcall -%}
+    {%- if loop.first -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
+  {%- endfor -%}
 {% endmacro %}
 
 {% macro verify_switch(rels, spec, stats, catalog, replaced) %}

@@ -79,10 +79,13 @@ def test_one_day_run_reads_and_states_only_what_it_writes(spark, dbt_project, st
     assert len(day_files) > 1
     assert len({f.name.split("-")[1] for f in day_files}) == 1
 
-    # A backfill of 15 existing partitions: one switch each, the metadata in one
+    # A backfill of 15 existing and 15 new partitions: one switch for each
+    # existing one, the new ones added in one statement, the metadata in one
     # statement, every replaced folder deleted in one batch (three statements).
-    backfill = one_day(list(range(5, 20)), 5)
+    backfill = one_day(list(range(5, 20)) + list(range(40, 55)), 5)
     assert sum(bool(re.search(r"partition \(`day` = '[^']*'\) set location", s)) for s in backfill) == 15
+    (added,) = [_body(s) for s in backfill if re.match(r"alter table \S+ add partition", _body(s))]
+    assert added.count("partition (`day`") == 15
     assert sum("set tblproperties" in s.lower() for s in backfill) == 1
     assert sum("__dbt_scratch" in _body(s) for s in backfill) == 3
     assert table_rows(spark, table) == expected.rows()

@@ -1,6 +1,7 @@
 {#- bucketed_incremental: the first run and --full-refresh build like
     bucketed_table; later runs write only the partitions the new rows touch
-    (insert_overwrite) or rewrite them with old and new rows (append), always
+    (insert_overwrite), rewrite them with old and new rows (append), or with
+    the rows merged by unique_key (merge), always
     one file per bucket per partition. A change of bucket spec is handled by
     on_bucket_change: fail, rebuild, or evolve. The model's query runs once
     per run. -#}
@@ -13,7 +14,9 @@
 
   {{ run_hooks(pre_hooks) }}
 
-  {%- set columns = spark_bucketing.query_columns(sql) -%}
+  {%- set query_columns = spark_bucketing.query_columns(sql) -%}
+  {%- set merge = spark_bucketing.merge_config(query_columns) if incr.strategy == 'merge' else none -%}
+  {%- set columns = spark_bucketing.stored_columns(query_columns, merge) -%}
   {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
   {%- set new_sql = spark_bucketing.static_filter_sql(sql, spec, incr.partitions) if incr.partitions else sql -%}
 
@@ -33,22 +36,34 @@
   {%- endif -%}
 
   {%- if full_refresh -%}
-    {%- do spark_bucketing.replace_table(rels, spec, columns, sql, existing, info) -%}
+    {%- do spark_bucketing.replace_table(rels, spec, columns, spark_bucketing.kept_rows_sql(sql, columns, merge), existing, info) -%}
   {%- else -%}
     {%- set whole = rebuild or not spec.partition_by -%}
-    {%- set staged = spark_bucketing.needs_staging(incr.strategy, spec, whole) -%}
+    {%- set staged = merge is not none or spark_bucketing.needs_staging(incr.strategy, spec, whole) -%}
     {%- set stage_location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id ~ '__new' -%}
     {%- if staged -%}
-      {%- do spark_bucketing.stage_new_rows(rels.new, columns, new_sql, stage_location, spec.partition_by) -%}
+      {%- set stage_columns = columns.copy() -%}
+      {%- if merge and merge.delete_column -%}{%- do stage_columns.update({merge.delete_column: 'boolean'}) -%}{%- endif -%}
+      {%- do spark_bucketing.stage_new_rows(rels.new, stage_columns, new_sql, stage_location, spec.partition_by) -%}
     {%- endif -%}
     {%- set touched = spark_bucketing.staged_partitions(rels.new) if staged and not whole else none -%}
-    {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, rels.new if staged else new_sql, existing, whole, touched) -%}
+    {%- set replaced_partitions = incr.partitions -%}
+    {%- if merge is not none -%}
+      {%- do spark_bucketing.check_new_keys(rels, stage_location, merge) -%}
+      {%- set replaced_partitions = none if whole else spark_bucketing.merge_scope(existing, rels.new, touched, merge, spec.partition_by) -%}
+      {%- if merge.validate_deletes -%}
+        {%- do spark_bucketing.check_deletes_exist(existing, rels, stage_location, merge, spec.partition_by, replaced_partitions) -%}
+      {%- endif -%}
+      {%- set content = spark_bucketing.merge_sql(existing, rels.new, columns, merge, spec, replaced_partitions) -%}
+    {%- else -%}
+      {%- set content = spark_bucketing.content_sql(incr.strategy, spec, columns, rels.new if staged else new_sql, existing, whole, touched) -%}
+    {%- endif -%}
     {%- set obsolete = [] -%}
     {%- if whole -%}
       {#- Unpartitioned tables and spec rebuilds are rewritten whole, atomically. -#}
       {%- do spark_bucketing.replace_table(rels, spec, columns, content, existing, info) -%}
     {%- else -%}
-      {%- set published = spark_bucketing.write_partitions(rels, info, meta, spec, columns, content, incr.partitions) -%}
+      {%- set published = spark_bucketing.write_partitions(rels, info, meta, spec, columns, content, replaced_partitions) -%}
       {%- do spark_bucketing.converge(rels, spec, published) -%}
       {%- do obsolete.extend(published.obsolete) -%}
     {%- endif -%}

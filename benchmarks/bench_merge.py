@@ -1,0 +1,140 @@
+"""A change batch merged into a big bucketed table, side by side with the
+stock dbt-spark ways of doing it on Parquet: an `insert_overwrite` model that
+rebuilds the touched partitions with a full outer join of table and delta,
+and a full rebuild (a `table` model over the source and the delta).
+
+The table: 5,000,000 rows over 30 daily partitions, 16 buckets on `id`. The
+delta: 1% of the rows (40,000 updates spread over the last 3 days, 10,000
+inserts into the last day), unique_key (id, day). Each timed run starts from
+the same table (rebuilt first, untimed), is a `dbt run` of its own (cold JVM
+included), the sides' order alternates and each keeps its best of two. Each
+run's SQL statements and Spark jobs are counted.
+
+    .venv/bin/python benchmarks/bench_merge.py [--rows 5000000] [--days 30]
+
+Prints the figures the README reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_scale import best_alternating, project_with_events  # noqa: E402
+
+BASE = """
+select id, concat('p', id) as payload, cast(id % 1000 as double) as amount,
+       date_add(date'2024-01-01', cast(id % {days} as int)) as day
+from range(0, {rows}, 1, 12)
+"""
+# Updates of existing keys in the last 3 days, then inserts of new keys into the last day.
+DELTA = """
+select cast({days} * id + {days} - 3 + id % 3 as bigint) as id, concat('u', id) as payload,
+       cast(-1 as double) as amount, date_add(date'2024-01-01', cast({days} - 3 + id % 3 as int)) as day
+from range(0, {updates}, 1, 2)
+union all
+select {rows} + id as id, concat('n', id) as payload, cast(1 as double) as amount,
+       date_add(date'2024-01-01', {days} - 1) as day
+from range(0, {inserts}, 1, 2)
+"""
+COMMON = "partition_by=['day'], clustered_by=['id'], buckets=16"
+OURS = (
+    "{{ config(materialized='bucketed_incremental', incremental_strategy='merge', unique_key=['id', 'day'], "
+    "bucket_hash='spark', " + COMMON + ") }}\n"
+    "-- depends_on: {{ ref('delta') }}\n"
+    "select * from {{ ref('delta' if spark_bucketing.is_incremental() else 'base') }}\n"
+)
+STOCK = (
+    "{{ config(materialized='incremental', incremental_strategy='insert_overwrite', file_format='parquet', "
+    + COMMON
+    + ") }}\n"
+    "-- depends_on: {{ ref('delta') }}\n"
+    "{% if is_incremental() %}\n"
+    "with delta as (select * from {{ ref('delta') }}),\n"
+    "     old as (select * from {{ this }} where day in (select distinct day from delta))\n"
+    "select coalesce(d.id, o.id) as id,\n"
+    "       case when d.id is not null then d.payload else o.payload end as payload,\n"
+    "       case when d.id is not null then d.amount else o.amount end as amount,\n"
+    "       coalesce(d.day, o.day) as day\n"
+    "from old o full outer join delta d on o.id = d.id and o.day = d.day\n"
+    "{% else %}\n"
+    "select * from {{ ref('base') }}\n"
+    "{% endif %}\n"
+)
+REBUILD = (
+    "{{ config(materialized='table', file_format='parquet', " + COMMON + ") }}\n"
+    "select coalesce(d.id, o.id) as id,\n"
+    "       case when d.id is not null then d.payload else o.payload end as payload,\n"
+    "       case when d.id is not null then d.amount else o.amount end as amount,\n"
+    "       coalesce(d.day, o.day) as day\n"
+    "from {{ ref('base') }} o full outer join {{ ref('delta') }} d on o.id = d.id and o.day = d.day\n"
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--base", type=Path, default=None, help="folder for the project (default: a temporary one)")
+    args = parser.parse_args()
+    delta_rows = args.rows // 100
+    updates, inserts = delta_rows * 4 // 5, delta_rows // 5
+    counted = project_with_events((args.base or Path(tempfile.mkdtemp(prefix="sb-bench-merge-"))) / "merge")
+    project = counted.project
+    models = project.root / "models"
+    stock_table = "{{ config(materialized='table', file_format='parquet') }}\n"
+    (models / "base.sql").write_text(stock_table + BASE.format(rows=args.rows, days=args.days))
+    (models / "delta.sql").write_text(
+        stock_table + DELTA.format(rows=args.rows, days=args.days, updates=updates, inserts=inserts)
+    )
+    (models / "merged_ours.sql").write_text(OURS)
+    (models / "merged_stock.sql").write_text(STOCK)
+    (models / "rebuilt_stock.sql").write_text(REBUILD)
+    project.dbt("run", "--select", "base", "delta")
+
+    def merge_run(model: str):
+        def run():
+            project.dbt("run", "--select", model, "--full-refresh")  # the same table before every timed run
+            return counted.run("--select", model)
+
+        return run
+
+    sides = {
+        "bucketed_incremental merge": merge_run("merged_ours"),
+        "stock insert_overwrite": merge_run("merged_stock"),
+        "stock full rebuild": lambda: counted.run("--select", "rebuilt_stock"),
+    }
+    best = best_alternating(sides)
+    stock = best["stock insert_overwrite"]["s"]
+    print(
+        f"\nMerge: {delta_rows:,} changed rows ({updates:,} updates over the last 3 days, {inserts:,} inserts)"
+        f" into {args.rows:,} rows over {args.days} daily partitions, 16 buckets"
+    )
+    print(f"{'side':<28} {'s':>7} {'vs stock':>9} {'stmts':>6} {'jobs':>5}")
+    for side, r in best.items():
+        print(f"{side:<28} {r['s']:>7.1f} {r['s'] / stock:>8.2f}x {r['statements']:>6} {r['jobs']:>5}")
+    same_rows(project, ["merged_ours", "merged_stock", "rebuilt_stock"])
+    return 0
+
+
+def same_rows(project, tables: list[str]) -> None:
+    """The three sides end with the same rows (a count and an order-free checksum)."""
+    from tests.support.spark import make_session
+
+    spark = make_session(project.root / "state")
+    sums = {
+        t: tuple(spark.sql(f"select count(*), sum(hash(id, payload, amount, day)) from {project.schema}.{t}").first())
+        for t in tables
+    }
+    spark.stop()
+    print("rows, checksum: " + ", ".join(f"{t} {c[0]:,} {c[1]}" for t, c in sums.items()))
+    if len(set(sums.values())) != 1:
+        raise SystemExit("the sides disagree")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

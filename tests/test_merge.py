@@ -1,0 +1,391 @@
+"""bucketed_incremental with incremental_strategy='merge': upserts and
+change-feed deletes by unique_key on plain Parquet/ORC tables, checked run by
+run against an independent Python model of the table; only the partitions a
+merge touches are rewritten; a failure at any step loses and doubles nothing;
+bad input fails before anything is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pytest
+
+from spark_bucketing.files import data_files, local_path
+from tests.support.dbt_project import DbtProject, failure_text, node_messages
+from tests.support.spark import table_location
+
+COLUMNS = ("id", "day", "payload", "amount")
+
+
+def model_sql(rows: list[tuple], config: dict) -> str:
+    """A model whose rows are `rows`: (id, day offset, payload, amount or None, deleted)."""
+    values = ", ".join(f"({i}, {d}, '{p}', {'null' if a is None else a}, {str(x).lower()})" for i, d, p, a, x in rows)
+    args = ", ".join(f"{k}={v!r}" for k, v in config.items())
+    return (
+        "{{ config(materialized='bucketed_incremental', incremental_strategy='merge', " + args + ") }}\n"
+        "select cast(id as int) as id, date_add(date'2024-01-01', d) as day, cast(payload as string) as payload,\n"
+        "       cast(amount as double) as amount, cast(deleted as boolean) as is_deleted\n"
+        f"from values {values} as t(id, d, payload, amount, deleted)\n"
+    )
+
+
+@dataclass
+class TableModel:
+    """What a merged table must hold: unique key -> (id, day offset, payload, amount)."""
+
+    key: tuple[str, ...]
+    update: tuple[str, ...] = COLUMNS
+    rows: dict = field(default_factory=dict)
+
+    def key_of(self, row: tuple) -> tuple:
+        return tuple(row[COLUMNS.index(k)] for k in self.key)
+
+    def merge(self, batch: list[tuple], first: bool = False) -> None:
+        for *row, deleted in batch:
+            row = tuple(row)
+            k = self.key_of(row)
+            if deleted:
+                self.rows.pop(k, None)
+            elif k in self.rows and not first:
+                old = self.rows[k]
+                self.rows[k] = tuple(row[i] if c in self.update else old[i] for i, c in enumerate(COLUMNS))
+            else:
+                self.rows[k] = row
+
+    def counter(self) -> Counter:
+        return Counter(self.rows.values())
+
+    def days(self) -> dict:
+        out: dict = {}
+        for row in self.rows.values():
+            out.setdefault(row[1], Counter())[row] += 1
+        return out
+
+
+def table_counter(spark, table: str) -> Counter:
+    rows = spark.sql(f"select id, datediff(day, date'2024-01-01') as d, payload, amount from {table}").collect()
+    return Counter((r.id, r.d, r.payload, r.amount) for r in rows)
+
+
+def table_days(spark, table: str) -> dict:
+    out: dict = {}
+    for row in table_counter(spark, table).elements():
+        out.setdefault(row[1], Counter())[row] += 1
+    return out
+
+
+def random_batch(rng: random.Random, model: TableModel, run: int, deleted_keys: set, days: int = 6) -> list[tuple]:
+    """A change batch with one row per key: inserts, updates (moves between
+    partitions where the key allows), deletes, deletes of missing keys and
+    re-inserts of deleted keys; some amounts NULL."""
+    batch: dict = {}
+    moves = "day" not in model.key
+
+    def amount():
+        return None if rng.random() < 0.2 else float(rng.randint(0, 999))
+
+    for _ in range(rng.randint(4, 14)):
+        existing = list(model.rows.values())
+        op = rng.random()
+        if existing and op < 0.35:
+            old = rng.choice(existing)
+            day = rng.randrange(days) if moves and rng.random() < 0.4 else old[1]
+            row = (old[0], day, f"u{run}", amount(), False)
+        elif existing and op < 0.55:
+            old = rng.choice(existing)
+            row = (*old[:2], f"d{run}", None, True)
+        elif op < 0.6:
+            row = (rng.randint(1000, 1100), rng.randrange(days), f"x{run}", None, True)
+        elif deleted_keys and op < 0.75:
+            i, d = rng.choice(sorted(deleted_keys))
+            row = (i, d if not moves else rng.randrange(days), f"r{run}", amount(), False)
+        else:
+            row = (rng.randint(0, 300), rng.randrange(days), f"i{run}", amount(), False)
+        batch[model.key_of(row[:4])] = row
+    for row in batch.values():
+        if row[4]:
+            deleted_keys.add((row[0], row[1]))
+    return list(batch.values())
+
+
+def run_batch(project: DbtProject, name: str, batch: list[tuple], config: dict, *extra: str, expect_ok: bool = True):
+    (project.root / "models" / f"{name}.sql").write_text(model_sql(batch, config))
+    result = project.dbt("run", "--select", name, *extra)
+    if expect_ok:
+        assert result.success, failure_text(result)
+    return result
+
+
+def _layout_and_metadata(project: DbtProject, name: str) -> None:
+    result = project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+    assert result.success, failure_text(result)
+
+
+CASES = {
+    "key id, spark hash, rows move": (
+        ("id",),
+        {"clustered_by": ["id"], "bucket_hash": "spark", "unique_key": ["id"]},
+    ),
+    "key id+day, hive hash, orc": (
+        ("id", "day"),
+        {"clustered_by": ["id"], "bucket_hash": "hive", "unique_key": ["id", "day"], "file_format": "orc"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_randomized_change_feed_matches_a_python_model(spark, dbt_project, case):
+    seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
+    print(f"SB_SEED={seed}")
+    rng = random.Random(seed)
+    key, config = CASES[case]
+    config = {
+        **config,
+        "buckets": 4,
+        "partition_by": ["day"],
+        "sorted_by": ["payload"],
+        "merge_delete_column": "is_deleted",
+    }
+    name = "merge_" + "_".join(key) + "_" + config["bucket_hash"]
+    table = f"{dbt_project.schema}.{name}"
+    model = TableModel(key=key)
+    deleted: set = set()
+    first = [(i, rng.randrange(6), "first", float(i), False) for i in range(0, 120, 3)]
+    run_batch(dbt_project, name, first, config)
+    model.merge(first, first=True)
+    assert table_counter(spark, table) == model.counter(), f"SB_SEED={seed}"
+    for run in range(1, 27):
+        batch = random_batch(rng, model, run, deleted)
+        run_batch(dbt_project, name, batch, config)
+        model.merge(batch)
+        assert table_counter(spark, table) == model.counter(), f"SB_SEED={seed}, run {run}, batch {batch}"
+        if run % 13 == 0:
+            _layout_and_metadata(dbt_project, name)
+    _layout_and_metadata(dbt_project, name)
+
+
+def test_update_columns_keep_the_other_columns(spark, dbt_project):
+    name = "merge_update_cols"
+    config = {
+        "clustered_by": ["id"],
+        "buckets": 4,
+        "partition_by": ["day"],
+        "unique_key": ["id"],
+        "merge_update_columns": ["payload"],
+        "bucket_hash": "spark",
+    }
+    model = TableModel(key=("id",), update=("payload",))
+    first = [(1, 0, "a", 1.0, False), (2, 1, "b", 2.0, False)]
+    run_batch(dbt_project, name, first, config)
+    model.merge(first, first=True)
+    # id 1 arrives with another day and amount: only its payload changes.
+    batch = [(1, 3, "a2", 9.0, False), (3, 2, "c", None, False)]
+    run_batch(dbt_project, name, batch, config)
+    model.merge(batch)
+    assert table_counter(spark, f"{dbt_project.schema}.{name}") == model.counter()
+    assert (1, 0, "a2", 1.0) in model.counter()
+
+
+def test_an_unpartitioned_table_is_merged_whole(spark, dbt_project):
+    name = "merge_unpartitioned"
+    config = {"clustered_by": ["id"], "buckets": 4, "unique_key": ["id"], "merge_delete_column": "is_deleted"}
+    model = TableModel(key=("id",))
+    first = [(i, 0, "a", float(i), False) for i in range(20)]
+    run_batch(dbt_project, name, first, config)
+    model.merge(first, first=True)
+    batch = [(3, 0, "b", None, False), (4, 0, "", None, True), (50, 0, "c", 5.0, False)]
+    run_batch(dbt_project, name, batch, config)
+    model.merge(batch)
+    assert table_counter(spark, f"{dbt_project.schema}.{name}") == model.counter()
+    _layout_and_metadata(dbt_project, name)
+
+
+def _files_by_day(spark, table: str) -> dict:
+    rows = spark.sql(f"select distinct input_file_name() as f, cast(day as string) as day from {table}").collect()
+    out: dict = {}
+    for r in rows:
+        out.setdefault(r.day, set()).add(local_path(r.f))
+    return out
+
+
+def test_untouched_partitions_keep_their_folders_and_files(spark, dbt_project):
+    name = "merge_untouched"
+    config = {
+        "clustered_by": ["id"],
+        "buckets": 4,
+        "partition_by": ["day"],
+        "unique_key": ["id", "day"],
+        "bucket_hash": "spark",
+        "merge_delete_column": "is_deleted",
+    }
+    table = f"{dbt_project.schema}.{name}"
+    first = [(i, i % 5, "p", float(i), False) for i in range(100)]
+    run_batch(dbt_project, name, first, config)
+    before = _files_by_day(spark, table)
+    mtimes = {f: f.stat().st_mtime_ns for fs in before.values() for f in fs}
+    # One update and one delete, both in day 2.
+    run_batch(dbt_project, name, [(2, 2, "new", 1.0, False), (7, 2, "gone", None, True)], config)
+    after = _files_by_day(spark, table)
+    for day in ("2024-01-01", "2024-01-02", "2024-01-04", "2024-01-05"):
+        assert after[day] == before[day]
+        assert all(f.stat().st_mtime_ns == mtimes[f] for f in after[day])
+    assert after["2024-01-03"].isdisjoint(before["2024-01-03"])
+    assert spark.sql(f"select count(*) from {table} where day = date'2024-01-03'").first()[0] == 19
+
+
+def _partitions_old_or_new(spark, table: str, old: TableModel, new: TableModel) -> None:
+    now = table_days(spark, table)
+    old_days, new_days = old.days(), new.days()
+    for day in set(now) | set(old_days) | set(new_days):
+        assert now.get(day, Counter()) in (old_days.get(day, Counter()), new_days.get(day, Counter())), day
+
+
+@pytest.mark.parametrize("fail_at", ["after_write", "before_switch", "mid_switch", "before_cleanup"])
+def test_failure_at_each_step_of_a_merge_loses_nothing(spark, dbt_project, fail_at):
+    name = f"merge_fail_{fail_at}"
+    config = {
+        "clustered_by": ["id"],
+        "buckets": 4,
+        "partition_by": ["day"],
+        "unique_key": ["id"],
+        "bucket_hash": "spark",
+        "merge_delete_column": "is_deleted",
+    }
+    table = f"{dbt_project.schema}.{name}"
+    old = TableModel(key=("id",))
+    first = [(i, i % 4, "p", float(i), False) for i in range(60)]
+    run_batch(dbt_project, name, first, config)
+    old.merge(first, first=True)
+    # Updates that move rows between days, deletes, inserts: three or more partitions change.
+    batch = [
+        (1, 3, "moved", 5.0, False),
+        (2, 2, "upd", None, False),
+        (5, 1, "x", None, True),
+        (200, 0, "ins", 1.0, False),
+    ]
+    new = TableModel(key=("id",), rows=dict(old.rows))
+    new.merge(batch)
+    vars_ = json.dumps({"spark_bucketing_fail_at": fail_at})
+    result = run_batch(dbt_project, name, batch, config, "--vars", vars_, expect_ok=False)
+    assert "injected failure" in node_messages(result)[name]
+    _partitions_old_or_new(spark, table, old, new)
+    # The next run completes the merge (it is idempotent for these rows).
+    run_batch(dbt_project, name, batch, config)
+    assert table_counter(spark, table) == new.counter()
+    _layout_and_metadata(dbt_project, name)
+
+
+def _plan_tree(plan: str) -> list[tuple[int, str]]:
+    """(depth, node) per line of a physical plan's text."""
+    out = []
+    for line in plan.splitlines():
+        text = line.lstrip(" :+-")
+        if text:
+            out.append((len(line) - len(text), re.sub(r"^\*\(\d+\) ", "", text)))
+    return out
+
+
+def _shuffled_scans(plan: str) -> dict[str, bool]:
+    """For each FileScan under the join: whether an Exchange stands between it and the join."""
+    tree = _plan_tree(plan)
+    out = {}
+    for i, (depth, text) in enumerate(tree):
+        if not text.startswith("FileScan"):
+            continue
+        shuffled, d = False, depth
+        for up_depth, up in reversed(tree[:i]):
+            if up_depth < d:
+                d = up_depth
+                if "Join" in up.split()[0]:
+                    break
+                shuffled = shuffled or up.startswith("Exchange")
+        out[text.split("[")[0].split()[-1]] = shuffled
+    return out
+
+
+@pytest.mark.parametrize("unique_key", [["id"], ["id", "day"]])
+def test_the_table_side_of_a_merge_is_read_bucketed_without_a_shuffle(spark, dbt_project, unique_key):
+    """unique_key equal to, or holding, the bucket columns of a Spark-hash table."""
+    name = "merge_plan_" + "_".join(unique_key)
+    config = {
+        "clustered_by": ["id"],
+        "buckets": 4,
+        "partition_by": ["day"],
+        "unique_key": unique_key,
+        "bucket_hash": "spark",
+    }
+    first = [(i, i % 3, "p", float(i), False) for i in range(60)]
+    run_batch(dbt_project, name, first, config)
+    statements: list[str] = []
+    (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql([(1, 2, "u", 1.0, False)], config))
+    vars_ = json.dumps({"spark_bucketing_fail_at": "after_write"})
+    dbt_project.dbt("run", "--select", name, "--vars", vars_, statements=statements)
+    marker = f"insert into table {dbt_project.schema}.{name}__dbt_incr"
+    (write,) = [s for s in statements if marker in s.lower()]
+    select = write[write.lower().index("select", write.lower().index(marker)) :]
+    plan = spark.sql(select)._jdf.queryExecution().executedPlan().toString()
+    scans = {table.rsplit(".", 1)[-1]: shuffled for table, shuffled in _shuffled_scans(plan).items()}
+    # The table's side is read bucketed with no Exchange; only the new rows are shuffled.
+    assert scans == {name: False, f"{name}__dbt_new": True}, plan
+    assert "Bucketed: true" in plan
+
+
+BAD_MERGES = {
+    "no unique_key": ({}, "config 'unique_key': is missing"),
+    "unknown key column": ({"unique_key": ["nope"]}, "config 'unique_key': column 'nope' is not produced"),
+    "unknown delete column": (
+        {"unique_key": ["id"], "merge_delete_column": "gone"},
+        "config 'merge_delete_column': column 'gone' is not produced",
+    ),
+    "delete column not boolean": (
+        {"unique_key": ["id"], "merge_delete_column": "payload"},
+        "config 'merge_delete_column': column 'payload' has type string",
+    ),
+    "update and exclude": (
+        {"unique_key": ["id"], "merge_update_columns": ["payload"], "merge_exclude_columns": ["amount"]},
+        "is set together with merge_exclude_columns",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_MERGES))
+def test_bad_merge_config_fails_before_anything_is_written(spark, dbt_project, case):
+    name = "merge_bad_" + case.replace(" ", "_")
+    base = {"clustered_by": ["id"], "buckets": 4, "partition_by": ["day"], "bucket_hash": "spark"}
+    extra, message = BAD_MERGES[case]
+    result = run_batch(dbt_project, name, [(1, 0, "a", 1.0, False)], {**base, **extra}, expect_ok=False)
+    assert message in node_messages(result)[name]
+    assert not spark.catalog.tableExists(f"{dbt_project.schema}.{name}")
+
+
+def test_duplicate_keys_and_missing_deletes_fail_before_anything_is_written(spark, dbt_project):
+    name = "merge_dupes"
+    config = {
+        "clustered_by": ["id"],
+        "buckets": 4,
+        "partition_by": ["day"],
+        "unique_key": ["id"],
+        "bucket_hash": "spark",
+        "merge_delete_column": "is_deleted",
+        "merge_validate_deletes": True,
+    }
+    table = f"{dbt_project.schema}.{name}"
+    run_batch(dbt_project, name, [(1, 0, "a", 1.0, False), (2, 1, "b", 2.0, False)], config)
+    before = table_counter(spark, table)
+    files = sorted(str(p) for p in data_files(table_location(spark, table)))
+
+    result = run_batch(dbt_project, name, [(1, 0, "x", None, False), (1, 1, "y", None, False)], config, expect_ok=False)
+    message = node_messages(result)[name]
+    assert "the new rows repeat keys id, e.g. (1): 2 rows" in message, message
+
+    result = run_batch(dbt_project, name, [(2, 1, "b", None, True), (77, 1, "q", None, True)], config, expect_ok=False)
+    message = node_messages(result)[name]
+    assert "delete keys the table does not hold, e.g. (77)" in message, message
+
+    assert table_counter(spark, table) == before
+    assert sorted(str(p) for p in data_files(table_location(spark, table))) == files

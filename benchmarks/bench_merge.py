@@ -4,8 +4,9 @@ rebuilds the touched partitions with a full outer join of table and delta,
 and a full rebuild (a `table` model over the source and the delta).
 
 The table: 5,000,000 rows over 30 daily partitions, 16 buckets on `id`. The
-delta: 1% of the rows (40,000 updates spread over the last 3 days, 10,000
-inserts into the last day), unique_key (id, day). Each timed run starts from
+delta: 1% of the rows, unique_key (id, day): 40,000 updates spread over the
+last 3 days (then over all 30, as a change feed of old rows touches most
+partitions) and 10,000 inserts into the last day. Each timed run starts from
 the same table (rebuilt first, untimed), is a `dbt run` of its own (cold JVM
 included), the sides' order alternates and each keeps its best of two. Each
 run's SQL statements and Spark jobs are counted.
@@ -18,6 +19,7 @@ Prints the figures the README reports.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -31,10 +33,10 @@ select id, concat('p', id) as payload, cast(id % 1000 as double) as amount,
        date_add(date'2024-01-01', cast(id % {days} as int)) as day
 from range(0, {rows}, 1, 12)
 """
-# Updates of existing keys in the last 3 days, then inserts of new keys into the last day.
+# Updates of existing keys in the last `span` days, then inserts of new keys into the last day.
 DELTA = """
-select cast({days} * id + {days} - 3 + id % 3 as bigint) as id, concat('u', id) as payload,
-       cast(-1 as double) as amount, date_add(date'2024-01-01', cast({days} - 3 + id % 3 as int)) as day
+select cast({days} * id + {days} - {span} + id % {span} as bigint) as id, concat('u', id) as payload,
+       cast(-1 as double) as amount, date_add(date'2024-01-01', cast({days} - {span} + id % {span} as int)) as day
 from range(0, {updates}, 1, 2)
 union all
 select {rows} + id as id, concat('n', id) as payload, cast(1 as double) as amount,
@@ -79,6 +81,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--spans", type=int, nargs="+", default=None, help="days the updates span (default: 3 and all)")
     parser.add_argument("--base", type=Path, default=None, help="folder for the project (default: a temporary one)")
     args = parser.parse_args()
     delta_rows = args.rows // 100
@@ -88,51 +91,54 @@ def main() -> int:
     models = project.root / "models"
     stock_table = "{{ config(materialized='table', file_format='parquet') }}\n"
     (models / "base.sql").write_text(stock_table + BASE.format(rows=args.rows, days=args.days))
-    (models / "delta.sql").write_text(
-        stock_table + DELTA.format(rows=args.rows, days=args.days, updates=updates, inserts=inserts)
-    )
     (models / "merged_ours.sql").write_text(OURS)
     (models / "merged_stock.sql").write_text(STOCK)
     (models / "rebuilt_stock.sql").write_text(REBUILD)
-    project.dbt("run", "--select", "base", "delta")
-
-    def merge_run(model: str):
-        def run():
-            project.dbt("run", "--select", model, "--full-refresh")  # the same table before every timed run
-            return counted.run("--select", model)
-
-        return run
-
-    sides = {
-        "bucketed_incremental merge": merge_run("merged_ours"),
-        "stock insert_overwrite": merge_run("merged_stock"),
-        "stock full rebuild": lambda: counted.run("--select", "rebuilt_stock"),
-    }
-    best = best_alternating(sides)
-    stock = best["stock insert_overwrite"]["s"]
-    print(
-        f"\nMerge: {delta_rows:,} changed rows ({updates:,} updates over the last 3 days, {inserts:,} inserts)"
-        f" into {args.rows:,} rows over {args.days} daily partitions, 16 buckets"
-    )
-    print(f"{'side':<28} {'s':>7} {'vs stock':>9} {'stmts':>6} {'jobs':>5}")
-    for side, r in best.items():
-        print(f"{side:<28} {r['s']:>7.1f} {r['s'] / stock:>8.2f}x {r['statements']:>6} {r['jobs']:>5}")
-    same_rows(project, ["merged_ours", "merged_stock", "rebuilt_stock"])
+    for span in args.spans or (3, args.days):
+        (models / "delta.sql").write_text(
+            stock_table + DELTA.format(rows=args.rows, days=args.days, updates=updates, inserts=inserts, span=span)
+        )
+        project.dbt("run", "--select", "base", "delta")
+        best = best_alternating(
+            {
+                "bucketed_incremental merge": merge_run(counted, "merged_ours"),
+                "stock insert_overwrite": merge_run(counted, "merged_stock"),
+                "stock full rebuild": lambda: counted.run("--select", "rebuilt_stock"),
+            }
+        )
+        stock = best["stock insert_overwrite"]["s"]
+        print(
+            f"\nMerge: {delta_rows:,} changed rows ({updates:,} updates over the last {span} days, {inserts:,} inserts)"
+            f" into {args.rows:,} rows over {args.days} daily partitions, 16 buckets"
+        )
+        print(f"{'side':<28} {'s':>7} {'vs stock':>9} {'stmts':>6} {'jobs':>5}")
+        for side, r in best.items():
+            print(f"{side:<28} {r['s']:>7.1f} {r['s'] / stock:>8.2f}x {r['statements']:>6} {r['jobs']:>5}")
+        same_rows(project, ["merged_ours", "merged_stock", "rebuilt_stock"])
     return 0
 
 
-def same_rows(project, tables: list[str]) -> None:
-    """The three sides end with the same rows (a count and an order-free checksum)."""
-    from tests.support.spark import make_session
+def merge_run(counted, model: str):
+    """A timed merge run, after an untimed rebuild: every timed run starts from the same table."""
 
-    spark = make_session(project.root / "state")
-    sums = {
-        t: tuple(spark.sql(f"select count(*), sum(hash(id, payload, amount, day)) from {project.schema}.{t}").first())
+    def run():
+        counted.project.dbt("run", "--select", model, "--full-refresh")
+        return counted.run("--select", model)
+
+    return run
+
+
+def same_rows(project, tables: list[str]) -> None:
+    """The sides end with the same rows (a count and an order-free checksum),
+    read by a dbt process of its own (the embedded metastore admits one JVM)."""
+    sql = " union all ".join(
+        f"select '{t}' as t, count(*) as n, sum(hash(id, payload, amount, day)) as s from {{{{ ref('{t}') }}}}"
         for t in tables
-    }
-    spark.stop()
-    print("rows, checksum: " + ", ".join(f"{t} {c[0]:,} {c[1]}" for t, c in sums.items()))
-    if len(set(sums.values())) != 1:
+    )
+    project.dbt("show", "--inline", sql, "--output", "json", "--limit", str(len(tables)))
+    rows = json.loads(project.output[project.output.index('{\n  "show"') :].split("\n}\n", 1)[0] + "\n}")["show"]
+    print("rows, checksum: " + ", ".join(f"{r['t']} {r['n']:,} {r['s']}" for r in rows))
+    if len({(r["n"], r["s"]) for r in rows}) != 1:
         raise SystemExit("the sides disagree")
 
 

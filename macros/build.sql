@@ -36,12 +36,14 @@
   {{ return(target) }}
 {% endmacro %}
 
-{% macro build_bucketed_relation(relation, spec, columns, sql, location) %}
+{% macro build_bucketed_relation(relation, spec, columns, sql, location, bucketed_rows=false) %}
   {#- Creates `relation` at `location` and fills it with one file per
       (partition, bucket). The folder is new or emptied, so a plain INSERT
       INTO writes it: the session's partitionOverwriteMode (which other
       models, such as dbt-spark's insert_overwrite, set) plays no part, and
-      no session setting is changed. -#}
+      no session setting is changed. `bucketed_rows`: `sql` already holds
+      each bucket's rows in one task (merge_output_is_bucketed), so they are
+      written as they are, without the routed shuffle. -#}
   {%- if spec.bucket_hash == 'hive' -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
   {%- call statement('spark_bucketing_create') -%}
     {{ spark_bucketing.create_bucketed_table_sql(relation, spec, columns, location) }}
@@ -56,7 +58,11 @@
   {%- call statement('main') -%}
     insert into table {{ relation }}
     {%- if spec.partition_by %} partition ({{ spark_bucketing.quoted(spec.partition_by) | join(", ") }}){% endif %}
+    {%- if bucketed_rows %}
+    select {{ spark_bucketing.quoted(spark_bucketing.partition_columns_last(columns.keys() | list, spec.partition_by)) | join(', ') }} from ({{ sql }}) as __sb_bucketed
+    {%- else %}
     {{ spark_bucketing.distributed_select_sql(spec, columns, sql) }}
+    {%- endif %}
   {%- endcall -%}
 {% endmacro %}
 

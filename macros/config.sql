@@ -85,22 +85,28 @@
   }) }}
 {% endmacro %}
 
+{% macro query_column_names(config_name, names, columns) %}
+  {#- `names` (from config `config_name`) spelled as the query's columns
+      (name -> type) spell them, matched in any case as Spark resolves them. -#}
+  {%- set by_lower = {} -%}
+  {%- for name in columns -%}{%- do by_lower.update({name | lower: name}) -%}{%- endfor -%}
+  {%- set out = [] -%}
+  {%- for name in names -%}
+    {%- if name | lower not in by_lower -%}
+      {%- do spark_bucketing.config_error(config_name, "column '" ~ name ~ "' is not produced by the model's query (it returns: "
+          ~ (columns.keys() | join(', ')) ~ ")", "select a column named '" ~ name ~ "' or name one of the query's columns") -%}
+    {%- endif -%}
+    {%- do out.append(by_lower[name | lower]) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
 {% macro validate_columns(spec, columns) %}
   {#- Checks the configs against the query's schema (name -> type) and returns
       the spec with column names spelled as the query spells them. -#}
-  {%- set by_lower = {} -%}
-  {%- for name in columns -%}{%- do by_lower.update({name | lower: name}) -%}{%- endfor -%}
   {%- set resolved = {} -%}
   {%- for config_name in ('clustered_by', 'sorted_by', 'partition_by') -%}
-    {%- set names = [] -%}
-    {%- for name in spec[config_name] -%}
-      {%- if name | lower not in by_lower -%}
-        {%- do spark_bucketing.config_error(config_name, "column '" ~ name ~ "' is not produced by the model's query (it returns: "
-            ~ (columns.keys() | join(', ')) ~ ")", "select a column named '" ~ name ~ "' or name one of the query's columns") -%}
-      {%- endif -%}
-      {%- do names.append(by_lower[name | lower]) -%}
-    {%- endfor -%}
-    {%- do resolved.update({config_name: names}) -%}
+    {%- do resolved.update({config_name: spark_bucketing.query_column_names(config_name, spec[config_name], columns)}) -%}
   {%- endfor -%}
 
   {%- set partition_lower = resolved.partition_by | map('lower') | list -%}

@@ -144,17 +144,18 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro write_partitions(rels, info, meta, spec, columns, sql, replaced_partitions) %}
+{% macro write_partitions(rels, info, meta, spec, columns, sql, replaced_partitions, bucketed_rows=false) %}
   {#- Writes the new partitions under the table's folder in _bucketing/<run>,
       verifies them, switches the table's partitions to them, verifies the
       switch. `replaced_partitions` (static partitions, a merge's scope) are
       replaced even where the new rows leave them empty: they are dropped.
-      Reads only the partitions it writes. Returns what converge
-      needs (the records of the listed partitions, the metadata keys of
-      unlisted ones, the declared spec) and the replaced folders, which the
-      caller deletes once everything is published. -#}
+      `bucketed_rows`: see build_bucketed_relation. Reads only the
+      partitions it writes. Returns what converge needs (the records of the
+      listed partitions, the metadata keys of unlisted ones, the declared
+      spec) and the replaced folders, which the caller deletes once
+      everything is published. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
-  {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location) -%}
+  {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, sql, location, bucketed_rows) -%}
 
   {#- The partitions the write replaces: those it wrote that the table lists,
       and replaced partitions it left empty. The check's own query lists

@@ -7,8 +7,6 @@
   {#- The merge configs, checked against the query's columns (name -> type):
       {unique_key, update_columns, delete_column, predicates, validate_deletes},
       column names spelled as the query spells them. -#}
-  {%- set by_lower = {} -%}
-  {%- for name in columns -%}{%- do by_lower.update({name | lower: name}) -%}{%- endfor -%}
   {%- set unique_key = spark_bucketing.column_list_config('unique_key') -%}
   {%- if not unique_key -%}
     {%- do spark_bucketing.config_error('unique_key', "is missing; incremental_strategy='merge' matches new rows to existing ones by it",
@@ -16,15 +14,7 @@
   {%- endif -%}
   {%- set resolved = {} -%}
   {%- for config_name in ('unique_key', 'merge_update_columns', 'merge_exclude_columns', 'merge_delete_column') -%}
-    {%- set names = [] -%}
-    {%- for name in spark_bucketing.column_list_config(config_name) -%}
-      {%- if name | lower not in by_lower -%}
-        {%- do spark_bucketing.config_error(config_name, "column '" ~ name ~ "' is not produced by the model's query (it returns: "
-            ~ (columns.keys() | join(', ')) ~ ")", "select a column named '" ~ name ~ "' or name one of the query's columns") -%}
-      {%- endif -%}
-      {%- do names.append(by_lower[name | lower]) -%}
-    {%- endfor -%}
-    {%- do resolved.update({config_name: names}) -%}
+    {%- do resolved.update({config_name: spark_bucketing.query_column_names(config_name, spark_bucketing.column_list_config(config_name), columns)}) -%}
   {%- endfor -%}
   {%- if resolved.merge_update_columns and resolved.merge_exclude_columns -%}
     {%- do spark_bucketing.config_error('merge_update_columns', "is set together with merge_exclude_columns",
@@ -40,7 +30,7 @@
         ~ "; it must be boolean (true: delete the row with this unique_key)",
         "select a boolean, e.g. op = 'D' as " ~ delete_column) -%}
   {%- endif -%}
-  {%- if delete_column is not none and delete_column | lower in unique_key | map('lower') -%}
+  {%- if delete_column is not none and delete_column | lower in resolved.unique_key | map('lower') | list -%}
     {%- do spark_bucketing.config_error('merge_delete_column', "column '" ~ delete_column ~ "' is also in unique_key", "use a column of its own") -%}
   {%- endif -%}
 
@@ -78,6 +68,27 @@
   {%- endif -%}
 {%- endmacro %}
 
+{% macro co_partitioned(merge, spec) %}
+  {#- Whether unique_key holds the bucket columns of a Spark-hash spec: the
+      merge then joins on the bucket columns alone (key_match). -#}
+  {%- set key_lower = merge.unique_key | map('lower') | list -%}
+  {{ return(spec.bucket_hash == 'spark' and spec.clustered_by | map('lower') | reject('in', key_lower) | list | length == 0) }}
+{% endmacro %}
+
+{% macro merge_output_is_bucketed(merge, spec, info) %}
+  {#- True when the merge join's tasks are the table's buckets: a
+      co-partitioned merge into a table that declares this very spec, read
+      bucketed (spark.sql.sources.bucketing.enabled). Spark then shuffles the
+      new rows into the table's bucket count by the same Murmur3 hash as the
+      bucket id, so join task b holds exactly the rows of bucket b, old and
+      new, and the write needs no shuffle of its own. This rests on how Spark
+      plans the join, so it is taken only when the layout check (verify_layout)
+      reads every new file before anything is published. -#}
+  {%- if not spec.verify_layout or not spark_bucketing.co_partitioned(merge, spec) -%}{{ return(false) }}{%- endif -%}
+  {%- if not spark_bucketing.same_spec(spark_bucketing.declared_spec(info), spark_bucketing.spec_record(spec)) -%}{{ return(false) }}{%- endif -%}
+  {{ return(spark_bucketing.get_conf('spark.sql.sources.bucketing.enabled') | lower == 'true') }}
+{% endmacro %}
+
 {% macro key_match(merge, spec=none) -%}
   {#- The ON condition of a merge, as dbt writes it: equal keys (a NULL key
       matches nothing) and the incremental_predicates. Given the `spec` of a
@@ -86,9 +97,8 @@
       (coalesce(.., false) keeps Spark from taking them as keys): Spark then
       reads the table bucketed, with no shuffle. Joined on all key columns,
       it would shuffle both sides (spark.sql.requireAllClusterKeysForCoPartition). -#}
-  {%- set key_lower = merge.unique_key | map('lower') | list -%}
-  {%- set bucket_lower = spec.clustered_by | map('lower') | list if spec is not none and spec.bucket_hash == 'spark' else [] -%}
-  {%- set co_partition = bucket_lower | length > 0 and bucket_lower | reject('in', key_lower) | list | length == 0 -%}
+  {%- set co_partition = spec is not none and spark_bucketing.co_partitioned(merge, spec) -%}
+  {%- set bucket_lower = spec.clustered_by | map('lower') | list if co_partition else [] -%}
   {%- for name in merge.unique_key -%}
     {%- set k = spark_bucketing.quoted([name])[0] -%}
     {%- if not co_partition or name | lower in bucket_lower -%}

@@ -51,6 +51,7 @@ def pytest_configure(config):
 # last, one of them would keep a worker busy after the others are done.
 FILE_WEIGHTS = {
     "test_incremental.py": 640,
+    "test_merge.py": 600,
     "test_no_loss.py": 510,
     "test_thrift.py": 440,
     "test_partition_values.py": 330,

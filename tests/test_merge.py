@@ -113,6 +113,11 @@ def random_batch(rng: random.Random, model: TableModel, run: int, deleted_keys: 
     return list(batch.values())
 
 
+def spark_config(**extra) -> dict:
+    """A Spark-hash model: 4 buckets on id, daily partitions, plus `extra`."""
+    return {"clustered_by": ["id"], "buckets": 4, "partition_by": ["day"], "bucket_hash": "spark", **extra}
+
+
 def run_batch(project: DbtProject, name: str, batch: list[tuple], config: dict, *extra: str, expect_ok: bool = True):
     (project.root / "models" / f"{name}.sql").write_text(model_sql(batch, config))
     result = project.dbt("run", "--select", name, *extra)
@@ -171,14 +176,7 @@ def test_randomized_change_feed_matches_a_python_model(spark, dbt_project, case)
 
 def test_update_columns_keep_the_other_columns(spark, dbt_project):
     name = "merge_update_cols"
-    config = {
-        "clustered_by": ["id"],
-        "buckets": 4,
-        "partition_by": ["day"],
-        "unique_key": ["id"],
-        "merge_update_columns": ["payload"],
-        "bucket_hash": "spark",
-    }
+    config = spark_config(unique_key=["id"], merge_update_columns=["payload"])
     model = TableModel(key=("id",), update=("payload",))
     first = [(1, 0, "a", 1.0, False), (2, 1, "b", 2.0, False)]
     run_batch(dbt_project, name, first, config)
@@ -215,14 +213,7 @@ def _files_by_day(spark, table: str) -> dict:
 
 def test_untouched_partitions_keep_their_folders_and_files(spark, dbt_project):
     name = "merge_untouched"
-    config = {
-        "clustered_by": ["id"],
-        "buckets": 4,
-        "partition_by": ["day"],
-        "unique_key": ["id", "day"],
-        "bucket_hash": "spark",
-        "merge_delete_column": "is_deleted",
-    }
+    config = spark_config(unique_key=["id", "day"], merge_delete_column="is_deleted")
     table = f"{dbt_project.schema}.{name}"
     first = [(i, i % 5, "p", float(i), False) for i in range(100)]
     run_batch(dbt_project, name, first, config)
@@ -248,14 +239,7 @@ def _partitions_old_or_new(spark, table: str, old: TableModel, new: TableModel) 
 @pytest.mark.parametrize("fail_at", ["after_write", "before_switch", "mid_switch", "before_cleanup"])
 def test_failure_at_each_step_of_a_merge_loses_nothing(spark, dbt_project, fail_at):
     name = f"merge_fail_{fail_at}"
-    config = {
-        "clustered_by": ["id"],
-        "buckets": 4,
-        "partition_by": ["day"],
-        "unique_key": ["id"],
-        "bucket_hash": "spark",
-        "merge_delete_column": "is_deleted",
-    }
+    config = spark_config(unique_key=["id"], merge_delete_column="is_deleted")
     table = f"{dbt_project.schema}.{name}"
     old = TableModel(key=("id",))
     first = [(i, i % 4, "p", float(i), False) for i in range(60)]
@@ -312,13 +296,7 @@ def _shuffled_scans(plan: str) -> dict[str, bool]:
 def test_the_table_side_of_a_merge_is_read_bucketed_without_a_shuffle(spark, dbt_project, unique_key):
     """unique_key equal to, or holding, the bucket columns of a Spark-hash table."""
     name = "merge_plan_" + "_".join(unique_key)
-    config = {
-        "clustered_by": ["id"],
-        "buckets": 4,
-        "partition_by": ["day"],
-        "unique_key": unique_key,
-        "bucket_hash": "spark",
-    }
+    config = spark_config(unique_key=unique_key)
     first = [(i, i % 3, "p", float(i), False) for i in range(60)]
     run_batch(dbt_project, name, first, config)
     statements: list[str] = []
@@ -330,9 +308,12 @@ def test_the_table_side_of_a_merge_is_read_bucketed_without_a_shuffle(spark, dbt
     select = write[write.lower().index("select", write.lower().index(marker)) :]
     plan = spark.sql(select)._jdf.queryExecution().executedPlan().toString()
     scans = {table.rsplit(".", 1)[-1]: shuffled for table, shuffled in _shuffled_scans(plan).items()}
-    # The table's side is read bucketed with no Exchange; only the new rows are shuffled.
+    # The table's side is read bucketed with no Exchange; only the new rows are
+    # shuffled, and the join's tasks are the buckets: the write adds no shuffle.
     assert scans == {name: False, f"{name}__dbt_new": True}, plan
     assert "Bucketed: true" in plan
+    assert plan.count("Exchange") == 1, plan
+    assert "repartition" not in write.lower()
 
 
 BAD_MERGES = {
@@ -356,24 +337,15 @@ BAD_MERGES = {
 @pytest.mark.parametrize("case", sorted(BAD_MERGES))
 def test_bad_merge_config_fails_before_anything_is_written(spark, dbt_project, case):
     name = "merge_bad_" + case.replace(" ", "_")
-    base = {"clustered_by": ["id"], "buckets": 4, "partition_by": ["day"], "bucket_hash": "spark"}
     extra, message = BAD_MERGES[case]
-    result = run_batch(dbt_project, name, [(1, 0, "a", 1.0, False)], {**base, **extra}, expect_ok=False)
+    result = run_batch(dbt_project, name, [(1, 0, "a", 1.0, False)], spark_config(**extra), expect_ok=False)
     assert message in node_messages(result)[name]
     assert not spark.catalog.tableExists(f"{dbt_project.schema}.{name}")
 
 
 def test_duplicate_keys_and_missing_deletes_fail_before_anything_is_written(spark, dbt_project):
     name = "merge_dupes"
-    config = {
-        "clustered_by": ["id"],
-        "buckets": 4,
-        "partition_by": ["day"],
-        "unique_key": ["id"],
-        "bucket_hash": "spark",
-        "merge_delete_column": "is_deleted",
-        "merge_validate_deletes": True,
-    }
+    config = spark_config(unique_key=["id"], merge_delete_column="is_deleted", merge_validate_deletes=True)
     table = f"{dbt_project.schema}.{name}"
     run_batch(dbt_project, name, [(1, 0, "a", 1.0, False), (2, 1, "b", 2.0, False)], config)
     before = table_counter(spark, table)

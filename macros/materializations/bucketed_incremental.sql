@@ -63,7 +63,8 @@
       {#- Unpartitioned tables and spec rebuilds are rewritten whole, atomically. -#}
       {%- do spark_bucketing.replace_table(rels, spec, columns, content, existing, info) -%}
     {%- else -%}
-      {%- set published = spark_bucketing.write_partitions(rels, info, meta, spec, columns, content, replaced_partitions) -%}
+      {%- set bucketed_rows = merge is not none and spark_bucketing.merge_output_is_bucketed(merge, spec, info) -%}
+      {%- set published = spark_bucketing.write_partitions(rels, info, meta, spec, columns, content, replaced_partitions, bucketed_rows) -%}
       {%- do spark_bucketing.converge(rels, spec, published) -%}
       {%- do obsolete.extend(published.obsolete) -%}
     {%- endif -%}

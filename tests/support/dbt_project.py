@@ -67,8 +67,6 @@ class DbtProject:
         """Runs dbt in this process. `statements`, if given, receives the SQL
         of every statement dbt sends to Spark."""
         argv = [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
-        if args and args[0] not in ("deps", "clean", "debug"):
-            argv.append("--no-partial-parse")
         callbacks = []
         if statements is not None:
             callbacks.append(lambda e: statements.append(e.data.sql) if e.info.name == "SQLQuery" else None)

@@ -100,16 +100,20 @@
   {{ return(checked) }}
 {% endmacro %}
 
-{% macro replace_table(rels, spec, columns, sql, old_relation, old_info) %}
+{% macro replace_table(rels, spec, columns, sql, old_relation, old_info, accounting=none) %}
   {#- A full build: write the whole table into the free folder under a side
-      entry, verify it, record its metadata, then swap entries by renames. -#}
+      entry, verify it, record its metadata, then swap entries by renames.
+      `accounting`: a merge's row accounting (merge_row_accounting). -#}
   {%- set owned = spark_bucketing.owned_locations(spec, rels.target) -%}
   {%- set location = spark_bucketing.free_location(owned, old_info) -%}
   {#- The free folder may hold an older build whose partitions the new one would not overwrite. -#}
   {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.tmp, spec, columns, sql, location) -%}
   {%- set stats = spark_bucketing.verify_write(rels.tmp, spec, location, rels).stats -%}
-  {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats)) -%}
+  {%- if accounting is not none -%}
+    {%- do spark_bucketing.check_row_accounting(rels.tmp, location, rels, spec.partition_by, stats, accounting) -%}
+  {%- endif -%}
+  {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats, accounting)) -%}
   {%- do spark_bucketing.checkpoint('before_swap') -%}
 
   {%- if old_relation is not none -%}

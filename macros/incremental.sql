@@ -144,12 +144,14 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro write_partitions(rels, info, meta, spec, columns, sql, replaced_partitions, bucketed_rows=false) %}
+{% macro write_partitions(rels, info, meta, spec, columns, sql, replaced_partitions, bucketed_rows=false, accounting=none) %}
   {#- Writes the new partitions under the table's folder in _bucketing/<run>,
       verifies them, switches the table's partitions to them, verifies the
       switch. `replaced_partitions` (static partitions, a merge's scope) are
       replaced even where the new rows leave them empty: they are dropped.
-      `bucketed_rows`: see build_bucketed_relation. Reads only the
+      `bucketed_rows`: see build_bucketed_relation. `accounting`: a merge's
+      row accounting (merge_row_accounting), checked against the written
+      partitions and recorded with them. Reads only the
       partitions it writes. Returns what converge needs (the records of the
       listed partitions, the metadata keys of unlisted ones, the declared
       spec) and the replaced folders, which the caller deletes once
@@ -173,6 +175,9 @@
   {%- set checked = spark_bucketing.verify_write(rels.incr, spec, location, rels, other) -%}
   {%- set stats = checked.stats -%}
   {%- do spark_bucketing.check_side_partitions(rels, location, stats, listed) -%}
+  {%- if accounting is not none -%}
+    {%- do spark_bucketing.check_row_accounting(rels.incr, location, rels, spec.partition_by, stats, accounting) -%}
+  {%- endif -%}
   {%- set replaced = {} -%}
   {%- for s in checked.other -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
@@ -187,7 +192,7 @@
 
   {%- set written = stats | map(attribute='path') | list -%}
   {%- do spark_bucketing.switch_partitions(rels.target, stats, catalog) -%}
-  {%- set written_props = spark_bucketing.metadata_properties(spec, stats) -%}
+  {%- set written_props = spark_bucketing.metadata_properties(spec, stats, accounting) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
   {%- do spark_bucketing.verify_switch(rels, spec, stats, catalog, replaced) -%}
 
@@ -275,15 +280,20 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro values_in(values, values_list, partition_by) %}
-  {#- Whether partition `values` is one of `values_list` (column names in any case). -#}
+{% macro values_key(values, partition_by) %}
+  {#- One string per partition: its values in partition_by order (column names in any case). -#}
   {%- set key = [] -%}
-  {%- for col in partition_by -%}{%- do key.append(spark_bucketing.lookup_ci(values, col) | string) -%}{%- endfor -%}
-  {%- for other in values_list -%}
-    {%- set other_key = [] -%}
-    {%- for col in partition_by -%}{%- do other_key.append(spark_bucketing.lookup_ci(other, col) | string) -%}{%- endfor -%}
-    {%- if key == other_key -%}{{ return(true) }}{%- endif -%}
+  {%- for col in partition_by -%}
+    {%- set value = spark_bucketing.lookup_ci(values, col) -%}
+    {%- do key.append(none if value is none else value | string) -%}
   {%- endfor -%}
+  {{ return(tojson(key)) }}
+{% endmacro %}
+
+{% macro values_in(values, values_list, partition_by) %}
+  {#- Whether partition `values` is one of `values_list`. -#}
+  {%- set key = spark_bucketing.values_key(values, partition_by) -%}
+  {%- for other in values_list if spark_bucketing.values_key(other, partition_by) == key -%}{{ return(true) }}{%- endfor -%}
   {{ return(false) }}
 {% endmacro %}
 

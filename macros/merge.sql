@@ -5,16 +5,16 @@
 
 {% macro merge_config(columns) %}
   {#- The merge configs, checked against the query's columns (name -> type):
-      {unique_key, update_columns, delete_column, predicates, validate_deletes},
+      {unique_key, update_columns, delete_column, predicates, validate_deletes, row_accounting},
       column names spelled as the query spells them. -#}
-  {%- set unique_key = spark_bucketing.column_list_config('unique_key') -%}
-  {%- if not unique_key -%}
-    {%- do spark_bucketing.config_error('unique_key', "is missing; incremental_strategy='merge' matches new rows to existing ones by it",
-        "set unique_key to the column (or list of columns) that identifies a row, e.g. unique_key=['order_id']") -%}
-  {%- endif -%}
   {%- set resolved = {} -%}
   {%- for config_name in ('unique_key', 'merge_update_columns', 'merge_exclude_columns', 'merge_delete_column') -%}
-    {%- do resolved.update({config_name: spark_bucketing.query_column_names(config_name, spark_bucketing.column_list_config(config_name), columns)}) -%}
+    {%- set names = spark_bucketing.column_list_config(config_name) -%}
+    {%- if config_name == 'unique_key' and not names -%}
+      {%- do spark_bucketing.config_error('unique_key', "is missing; incremental_strategy='merge' matches new rows to existing ones by it",
+          "set unique_key to the column (or list of columns) that identifies a row, e.g. unique_key=['order_id']") -%}
+    {%- endif -%}
+    {%- do resolved.update({config_name: spark_bucketing.query_column_names(config_name, names, columns)}) -%}
   {%- endfor -%}
   {%- if resolved.merge_update_columns and resolved.merge_exclude_columns -%}
     {%- do spark_bucketing.config_error('merge_update_columns', "is set together with merge_exclude_columns",
@@ -41,15 +41,20 @@
 
   {%- set predicates = config.get('incremental_predicates') or [] -%}
   {%- if predicates is string -%}{%- set predicates = [predicates] -%}{%- endif -%}
-  {%- set validate = config.get('merge_validate_deletes', false) -%}
-  {%- if validate is not boolean -%}
-    {%- do spark_bucketing.config_error('merge_validate_deletes', "must be true or false, got " ~ validate, "set merge_validate_deletes=true or false") -%}
-  {%- endif -%}
+  {%- set flags = {} -%}
+  {%- for config_name in ('merge_validate_deletes', 'merge_row_accounting') -%}
+    {%- set value = config.get(config_name, false) -%}
+    {%- if value is not boolean -%}
+      {%- do spark_bucketing.config_error(config_name, "must be true or false, got " ~ value, "set " ~ config_name ~ "=true or false") -%}
+    {%- endif -%}
+    {%- do flags.update({config_name: value}) -%}
+  {%- endfor -%}
+  {%- set validate = flags.merge_validate_deletes -%}
   {%- if validate and delete_column is none -%}
     {%- do spark_bucketing.config_error('merge_validate_deletes', "is true but merge_delete_column is not set", "set merge_delete_column to the column that marks deletes") -%}
   {%- endif -%}
   {{ return({'unique_key': resolved.unique_key, 'update_columns': update_columns, 'delete_column': delete_column,
-             'predicates': predicates, 'validate_deletes': validate}) }}
+             'predicates': predicates, 'validate_deletes': validate, 'row_accounting': flags.merge_row_accounting}) }}
 {% endmacro %}
 
 {% macro stored_columns(columns, merge) %}
@@ -179,6 +184,10 @@
 {% endmacro %}
 
 {% macro merge_sql(target, staged, columns, merge, spec, scope) -%}
+  {{ return(adapter.dispatch('merge_sql', 'spark_bucketing')(target, staged, columns, merge, spec, scope)) }}
+{%- endmacro %}
+
+{% macro default__merge_sql(target, staged, columns, merge, spec, scope) -%}
   {#- The merged rows of the partitions in `scope` (none: the whole table),
       from one full outer join of the table's rows with the new rows: a row
       no new row matches is kept; a matched row takes the update columns of
@@ -204,3 +213,76 @@
   where not coalesce(DBT_INTERNAL_SOURCE.{{ spark_bucketing.quoted([merge.delete_column])[0] }}, false)
   {%- endif %}
 {%- endmacro %}
+
+{% macro merge_row_accounting(target, staged, merge, partition_by, scope) %}
+  {#- merge_row_accounting: what the merge does to each partition's rows,
+      counted by a query of its own over the table's rows in `scope` and the
+      staged new rows (the same match as merge_sql):
+      {values_key: {rows_before, inserted, updated, deleted, moved_in, moved_out, rows_after}}.
+      A matched row whose new partition differs moves out of one partition
+      and into the other. -#}
+  {%- set delete = 'coalesce(DBT_INTERNAL_SOURCE.' ~ spark_bucketing.quoted([merge.delete_column])[0] ~ ', false)' if merge.delete_column else 'false' -%}
+  {%- set in_scope = (' where ' ~ spark_bucketing.partition_match(partition_by, scope)) if scope is not none else '' -%}
+  {%- set query -%}
+    select __sb_kind, {% for p in partition_by %}__sb_o{{ loop.index0 }}, __sb_n{{ loop.index0 }}, {% endfor %}count(*) as __sb_rows from (
+      select 'before' as __sb_kind
+        {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_o{{ loop.index0 }}, cast(null as string) as __sb_n{{ loop.index0 }}{% endfor %}
+      from {{ target }}{{ in_scope }}
+      union all
+      select case when DBT_INTERNAL_DEST.__sb_old is null then 'inserted' when {{ delete }} then 'deleted' else 'updated' end
+        {%- for p in partition_by %}
+        {%- set q = spark_bucketing.quoted([p])[0] %}, cast(DBT_INTERNAL_DEST.{{ q }} as string), cast(DBT_INTERNAL_SOURCE.{{ q }} as string){% endfor %}
+      from (select *, true as __sb_old from {{ target }}{{ in_scope }}) as DBT_INTERNAL_DEST
+      right join {{ staged }} as DBT_INTERNAL_SOURCE on {{ spark_bucketing.key_match(merge) }}
+      where DBT_INTERNAL_DEST.__sb_old is not null or not {{ delete }}
+    ) as __sb_changes
+    group by __sb_kind{% for p in partition_by %}, __sb_o{{ loop.index0 }}, __sb_n{{ loop.index0 }}{% endfor %}
+  {%- endset -%}
+  {%- set out = {} -%}
+  {%- for row in run_query(query) -%}
+    {%- set old, new = {}, {} -%}
+    {%- for p in partition_by -%}{%- do old.update({p: row['__sb_o' ~ loop.index0]}) -%}{%- do new.update({p: row['__sb_n' ~ loop.index0]}) -%}{%- endfor -%}
+    {%- set old_key = spark_bucketing.values_key(old, partition_by) -%}
+    {%- set new_key = spark_bucketing.values_key(new, partition_by) -%}
+    {%- set changes = [] -%}
+    {%- if row['__sb_kind'] == 'before' -%}{%- do changes.append((old_key, 'rows_before')) -%}
+    {%- elif row['__sb_kind'] == 'inserted' -%}{%- do changes.append((new_key, 'inserted')) -%}
+    {%- elif row['__sb_kind'] == 'deleted' -%}{%- do changes.append((old_key, 'deleted')) -%}
+    {%- elif old_key == new_key -%}{%- do changes.append((old_key, 'updated')) -%}
+    {%- else -%}{%- do changes.extend([(old_key, 'moved_out'), (new_key, 'moved_in')]) -%}
+    {%- endif -%}
+    {%- for key, field in changes -%}
+      {%- if key not in out -%}
+        {%- do out.update({key: {'rows_before': 0, 'inserted': 0, 'updated': 0, 'deleted': 0, 'moved_in': 0, 'moved_out': 0}}) -%}
+      {%- endif -%}
+      {%- do out[key].update({field: out[key][field] + row['__sb_rows'] | int}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- for key, a in out.items() -%}
+    {%- do a.update({'rows_after': a.rows_before + a.inserted + a.moved_in - a.deleted - a.moved_out}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro check_row_accounting(relation, location, rels, partition_by, stats, accounting) %}
+  {#- Before anything is published: each partition the merge wrote (or
+      emptied) holds the rows its accounting expects. -#}
+  {%- set written = {} -%}
+  {%- for s in stats -%}{%- do written.update({spark_bucketing.values_key(s['values'], partition_by): s}) -%}{%- endfor -%}
+  {%- set wrong = [] -%}
+  {%- for key in (accounting.keys() | list + written.keys() | list) | unique | sort -%}
+    {%- set a = accounting.get(key) -%}
+    {%- set expected = a.rows_after if a is not none else 0 -%}
+    {%- set found = written[key].rows if key in written else 0 -%}
+    {%- if expected != found -%}
+      {%- set name = written[key].path if key in written else (key if partition_by else 'the table') -%}
+      {%- do wrong.append(name ~ ': ' ~ (('before ' ~ a.rows_before ~ ' + inserted ' ~ a.inserted ~ ' + moved in ' ~ a.moved_in
+          ~ ' - deleted ' ~ a.deleted ~ ' - moved out ' ~ a.moved_out ~ ' = ' ~ expected) if a is not none else 'no rows expected')
+          ~ ', but ' ~ found ~ ' rows were written') -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if wrong -%}
+    {%- do spark_bucketing.discard(relation, location, rels, "merge_row_accounting: the merged rows do not add up in "
+        ~ (wrong | length) ~ " partitions, so nothing was published:\n  " ~ (wrong[:20] | join('\n  '))) -%}
+  {%- endif -%}
+{% endmacro %}

@@ -9,7 +9,11 @@
                                           md5:<md5 of path> when the key would pass
                                           256 characters): spec fields + "files",
                                           "rows", "location", "values" {column: value
-                                          as string}, "path", "written_at"
+                                          as string}, "path", "written_at", and
+                                          after a merge with merge_row_accounting
+                                          "merge" {"rows_before", "inserted",
+                                          "updated", "deleted", "moved_in",
+                                          "moved_out", "rows_after"}
       spark_bucketing.table               the same JSON for an unpartitioned table
     Spark SQL cannot set partition parameters on datasource tables, hence table
     properties (keys may not start with spark.sql.). -#}
@@ -84,8 +88,9 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro metadata_properties(spec, stats) %}
-  {#- The properties that record `stats` (from partition_stats) written with `spec`. -#}
+{% macro metadata_properties(spec, stats, accounting=none) %}
+  {#- The properties that record `stats` (from partition_stats) written with
+      `spec`, and a merge's row accounting of each partition. -#}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
   {%- set record = spark_bucketing.spec_record(spec) -%}
   {%- set props = {prefix ~ 'format_version': '1', prefix ~ 'spec': tojson(record)} -%}
@@ -93,6 +98,9 @@
     {%- set entry = record.copy() -%}
     {%- do entry.update({'files': s.files, 'rows': s.rows, 'location': s.location, 'values': s['values'],
                          'path': s.path, 'written_at': run_started_at.isoformat()}) -%}
+    {%- if accounting is not none -%}
+      {%- do entry.update({'merge': accounting[spark_bucketing.values_key(s['values'], spec.partition_by)]}) -%}
+    {%- endif -%}
     {%- do props.update({spark_bucketing.partition_key(s.path) if spec.partition_by else (prefix ~ 'table'): tojson(entry)}) -%}
   {%- endfor -%}
   {{ return(props) }}

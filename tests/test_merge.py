@@ -12,12 +12,13 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import date
 
 import pytest
 
 from spark_bucketing.files import data_files, local_path
 from tests.support.dbt_project import DbtProject, failure_text, node_messages
-from tests.support.spark import table_location
+from tests.support.spark import REPO_ROOT, table_location
 
 COLUMNS = ("id", "day", "payload", "amount")
 
@@ -45,17 +46,34 @@ class TableModel:
     def key_of(self, row: tuple) -> tuple:
         return tuple(row[COLUMNS.index(k)] for k in self.key)
 
-    def merge(self, batch: list[tuple], first: bool = False) -> None:
+    def merge(self, batch: list[tuple], first: bool = False) -> dict:
+        """Applies `batch`; returns what it did to each partition the merge
+        reads (the days of the batch's rows and the days its keys lived in):
+        {day: merge_row_accounting's counts}."""
+        scope = {row[1] for row in batch} | {self.rows[k][1] for k in map(self.key_of, batch) if k in self.rows}
+        counts = {d: Counter(rows_before=sum(r[1] == d for r in self.rows.values())) for d in scope}
         for *row, deleted in batch:
             row = tuple(row)
             k = self.key_of(row)
+            old = self.rows.get(k)
             if deleted:
-                self.rows.pop(k, None)
-            elif k in self.rows and not first:
-                old = self.rows[k]
+                if self.rows.pop(k, None) is not None:
+                    counts[old[1]]["deleted"] += 1
+            elif old is not None and not first:
                 self.rows[k] = tuple(row[i] if c in self.update else old[i] for i, c in enumerate(COLUMNS))
+                if self.rows[k][1] == old[1]:
+                    counts[old[1]]["updated"] += 1
+                else:
+                    counts[old[1]]["moved_out"] += 1
+                    counts[self.rows[k][1]]["moved_in"] += 1
             else:
                 self.rows[k] = row
+                counts[row[1]]["inserted"] += 1
+        fields = ("rows_before", "inserted", "updated", "deleted", "moved_in", "moved_out")
+        return {
+            d: {**{f: c[f] for f in fields}, "rows_after": sum(r[1] == d for r in self.rows.values())}
+            for d, c in counts.items()
+        }
 
     def counter(self) -> Counter:
         return Counter(self.rows.values())
@@ -126,6 +144,15 @@ def run_batch(project: DbtProject, name: str, batch: list[tuple], config: dict, 
     return result
 
 
+def recorded_accounting(spark, table: str) -> dict:
+    """{day offset: the merge row accounting recorded in the partition's metadata}."""
+    out = {}
+    for key, value in spark.sql(f"show tblproperties {table}").collect():
+        if key.startswith("spark_bucketing.partition.") and "merge" in (record := json.loads(value)):
+            out[(date.fromisoformat(record["values"]["day"]) - date(2024, 1, 1)).days] = record["merge"]
+    return out
+
+
 def _layout_and_metadata(project: DbtProject, name: str) -> None:
     result = project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
@@ -134,7 +161,7 @@ def _layout_and_metadata(project: DbtProject, name: str) -> None:
 CASES = {
     "key id, spark hash, rows move": (
         ("id",),
-        {"clustered_by": ["id"], "bucket_hash": "spark", "unique_key": ["id"]},
+        {"clustered_by": ["id"], "bucket_hash": "spark", "unique_key": ["id"], "merge_row_accounting": True},
     ),
     "key id+day, hive hash, orc": (
         ("id", "day"),
@@ -167,8 +194,15 @@ def test_randomized_change_feed_matches_a_python_model(spark, dbt_project, case)
     for run in range(1, 27):
         batch = random_batch(rng, model, run, deleted)
         run_batch(dbt_project, name, batch, config)
-        model.merge(batch)
+        expected = model.merge(batch)
         assert table_counter(spark, table) == model.counter(), f"SB_SEED={seed}, run {run}, batch {batch}"
+        if config.get("merge_row_accounting"):
+            # Each partition the run rewrote records what the merge did to it (an emptied one is dropped).
+            recorded = recorded_accounting(spark, table)
+            for day, counts in expected.items():
+                assert recorded.get(day) == (counts if counts["rows_after"] else None), (
+                    f"SB_SEED={seed}, run {run}, day {day}"
+                )
         if run % 13 == 0:
             _layout_and_metadata(dbt_project, name)
     _layout_and_metadata(dbt_project, name)
@@ -191,7 +225,13 @@ def test_update_columns_keep_the_other_columns(spark, dbt_project):
 
 def test_an_unpartitioned_table_is_merged_whole(spark, dbt_project):
     name = "merge_unpartitioned"
-    config = {"clustered_by": ["id"], "buckets": 4, "unique_key": ["id"], "merge_delete_column": "is_deleted"}
+    config = {
+        "clustered_by": ["id"],
+        "buckets": 4,
+        "unique_key": ["id"],
+        "merge_delete_column": "is_deleted",
+        "merge_row_accounting": True,
+    }
     model = TableModel(key=("id",))
     first = [(i, 0, "a", float(i), False) for i in range(20)]
     run_batch(dbt_project, name, first, config)
@@ -201,6 +241,16 @@ def test_an_unpartitioned_table_is_merged_whole(spark, dbt_project):
     model.merge(batch)
     assert table_counter(spark, f"{dbt_project.schema}.{name}") == model.counter()
     _layout_and_metadata(dbt_project, name)
+    props = dict(spark.sql(f"show tblproperties {dbt_project.schema}.{name}").collect())
+    assert json.loads(props["spark_bucketing.table"])["merge"] == {
+        "rows_before": 20,
+        "inserted": 1,
+        "updated": 1,
+        "deleted": 1,
+        "moved_in": 0,
+        "moved_out": 0,
+        "rows_after": 20,
+    }
 
 
 def _files_by_day(spark, table: str) -> dict:
@@ -361,3 +411,65 @@ def test_duplicate_keys_and_missing_deletes_fail_before_anything_is_written(spar
 
     assert table_counter(spark, table) == before
     assert sorted(str(p) for p in data_files(table_location(spark, table))) == files
+
+
+LOSSY_MERGE = """
+{% macro default__merge_sql(target, staged, columns, merge, spec, scope) -%}
+  select * from ({{ spark_bucketing.default__merge_sql(target, staged, columns, merge, spec, scope) }}) as lossy
+  where id <> 2
+{%- endmacro %}
+"""
+
+
+def test_row_accounting_stops_a_merge_that_loses_rows(spark, tmp_path):
+    """A project that overrides merge_sql (a dispatched macro) with one that
+    drops a row it should keep: with merge_row_accounting the run fails before
+    anything is published, and a record whose counts do not add up fails
+    bucket_metadata."""
+    project = DbtProject(
+        tmp_path,
+        schema="t_merge_lossy",
+        package_dir=REPO_ROOT,
+        project_overrides={
+            "dispatch": [{"macro_namespace": "spark_bucketing", "search_order": ["sb_it", "spark_bucketing"]}]
+        },
+    )
+    project.setup()
+    spark.sql("create database if not exists t_merge_lossy")
+    name = "merge_lossy"
+    table = f"t_merge_lossy.{name}"
+    config = spark_config(unique_key=["id"], merge_row_accounting=True)
+    run_batch(project, name, [(i, i % 2, "p", float(i), False) for i in range(10)], config)
+    before = table_counter(spark, table)
+    files = sorted(str(p) for p in data_files(table_location(spark, table)))
+
+    project.write_file("macros/lossy.sql", LOSSY_MERGE)
+    result = run_batch(project, name, [(4, 0, "u", 1.0, False)], config, expect_ok=False)
+    message = node_messages(result)[name]
+    assert "merge_row_accounting: the merged rows do not add up in 1 partitions" in message, message
+    assert (
+        "day=2024-01-01: before 5 + inserted 0 + moved in 0 - deleted 0 - moved out 0 = 5, but 4 rows were written"
+        in message
+    )
+    assert table_counter(spark, table) == before
+    assert sorted(str(p) for p in data_files(table_location(spark, table))) == files
+
+    (project.root / "macros" / "lossy.sql").unlink()
+    run_batch(project, name, [(4, 0, "u", 1.0, False)], config)
+    key = "spark_bucketing.partition.day=2024-01-01"
+    record = json.loads(dict(spark.sql(f"show tblproperties {table}").collect())[key])
+    assert record["merge"] == {
+        "rows_before": 5,
+        "inserted": 0,
+        "updated": 1,
+        "deleted": 0,
+        "moved_in": 0,
+        "moved_out": 0,
+        "rows_after": 5,
+    }
+    _layout_and_metadata(project, name)
+    record["merge"]["deleted"] = 1
+    spark.sql(f"alter table {table} set tblproperties ('{key}' = '{json.dumps(record)}')")
+    result = project.test_model(name, "spark_bucketing.bucket_metadata")
+    assert not result.success
+    spark.sql("drop database t_merge_lossy cascade")

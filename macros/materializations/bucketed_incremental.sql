@@ -48,11 +48,15 @@
     {%- endif -%}
     {%- set touched = spark_bucketing.staged_partitions(rels.new) if staged and not whole else none -%}
     {%- set replaced_partitions = incr.partitions -%}
+    {%- set accounting = none -%}
     {%- if merge is not none -%}
       {%- do spark_bucketing.check_new_keys(rels, stage_location, merge) -%}
       {%- set replaced_partitions = none if whole else spark_bucketing.merge_scope(existing, rels.new, touched, merge, spec.partition_by) -%}
       {%- if merge.validate_deletes -%}
         {%- do spark_bucketing.check_deletes_exist(existing, rels, stage_location, merge, spec.partition_by, replaced_partitions) -%}
+      {%- endif -%}
+      {%- if merge.row_accounting -%}
+        {%- set accounting = spark_bucketing.merge_row_accounting(existing, rels.new, merge, spec.partition_by, replaced_partitions) -%}
       {%- endif -%}
       {%- set content = spark_bucketing.merge_sql(existing, rels.new, columns, merge, spec, replaced_partitions) -%}
     {%- else -%}
@@ -61,10 +65,10 @@
     {%- set obsolete = [] -%}
     {%- if whole -%}
       {#- Unpartitioned tables and spec rebuilds are rewritten whole, atomically. -#}
-      {%- do spark_bucketing.replace_table(rels, spec, columns, content, existing, info) -%}
+      {%- do spark_bucketing.replace_table(rels, spec, columns, content, existing, info, accounting) -%}
     {%- else -%}
       {%- set bucketed_rows = merge is not none and spark_bucketing.merge_output_is_bucketed(merge, spec, info) -%}
-      {%- set published = spark_bucketing.write_partitions(rels, info, meta, spec, columns, content, replaced_partitions, bucketed_rows) -%}
+      {%- set published = spark_bucketing.write_partitions(rels, info, meta, spec, columns, content, replaced_partitions, bucketed_rows, accounting) -%}
       {%- do spark_bucketing.converge(rels, spec, published) -%}
       {%- do obsolete.extend(published.obsolete) -%}
     {%- endif -%}

@@ -46,54 +46,29 @@ def pytest_configure(config):
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
 
-# The suite runs on pytest-xdist with --dist loadgroup. A file whose tests
-# share a costly module fixture (a built corpus, a Thrift Server) runs whole
-# on one worker; the tests of the files below need only their own models and
-# are handed out one by one (each worker has its own metastore, so the same
-# schema on two workers does not collide).
-SPLIT_FILES = {
-    "test_configs.py",
-    "test_cost.py",
-    "test_demo.py",
-    "test_incremental.py",
-    "test_merge.py",
-    "test_no_loss.py",
-    "test_package_install.py",
-    "test_partition_values.py",
-    "test_plan_text.py",
-    "test_randomized_evolution.py",
-}
-
-# Rough seconds per unit handed out (a whole file, or one test of a split
-# file; scripts/test --durations=80). Units go out in collection order, so the
-# longest go first: started last, one would keep a worker busy alone.
-UNIT_WEIGHTS = {
-    "test_merge.py::test_randomized_change_feed_matches_a_python_model": 400,
+# Rough seconds per test file (scripts/test --durations=80, three workers on
+# two cores). pytest-xdist hands out whole files (--dist loadfile) in
+# collection order, so the longest go first: started last, one of them would
+# keep a worker busy after the others are done. A file past ~10 minutes is
+# split by theme (test_merge_randomized.py, test_incremental_failures.py, ...).
+FILE_WEIGHTS = {
+    "test_merge_randomized.py": 650,
+    "test_incremental.py": 770,
+    "test_incremental_failures.py": 520,
     "test_thrift.py": 440,
-    "test_randomized_evolution.py::test_randomized_incremental_runs_answer_like_unbucketed_reads": 300,
+    "test_no_loss_nondeterministic.py": 420,
+    "test_no_loss.py": 390,
+    "test_cost.py": 380,
+    "test_randomized_evolution.py": 300,
+    "test_partition_values.py": 290,
     "test_bucketed_table.py": 300,
     "test_checker_corpus.py": 290,
+    "test_merge.py": 250,
     "test_failures.py": 240,
-    "test_clean_install.py": 190,
-    "test_incremental.py::test_insert_overwrite_and_append_keep_one_file_per_bucket": 150,
-    "test_no_loss.py::test_successful_runs_log_no_errors": 150,
-    "test_cost.py::test_one_day_run_reads_and_states_only_what_it_writes": 140,
-    "test_incremental.py::test_evolve_declares_unbucketed_until_partitions_agree_then_bucket_joins_return": 110,
-    "test_joins.py": 100,
-    "test_checker_cli.py": 100,
-    "test_demo.py::test_demo_runs_twice_with_one_file_per_bucket": 70,
+    "test_clean_install.py": 240,
+    "test_demo.py": 70,
 }
-
-
-def unit_weight(item) -> int:
-    name = item.path.name
-    if name not in SPLIT_FILES:
-        return UNIT_WEIGHTS.get(name, 0)
-    return UNIT_WEIGHTS.get(f"{name}::{item.originalname}", 0)
 
 
 def pytest_collection_modifyitems(items):
-    for item in items:
-        if item.path.name not in SPLIT_FILES:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
-    items.sort(key=lambda item: -unit_weight(item))
+    items.sort(key=lambda item: -FILE_WEIGHTS.get(item.path.name, 0))

@@ -34,3 +34,6 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
   echo "$WANT" > "$STAMP"
 fi
 export DBT_SEND_ANONYMOUS_USAGE_STATS=false
+# The Spark session extension's jar (python_plugin/src/spark_bucketing/scala),
+# compiled once per PySpark version and source change into ~/.cache/spark-bucketing.
+"$VENV/bin/spark-bucketing" extension --quiet >/dev/null

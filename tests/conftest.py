@@ -52,7 +52,8 @@ def pytest_configure(config):
 # keep a worker busy after the others are done. A file past ~10 minutes is
 # split by theme (test_merge_randomized.py, test_incremental_failures.py, ...).
 FILE_WEIGHTS = {
-    "test_merge_randomized.py": 650,
+    "test_extension.py": 800,
+    "test_merge_randomized.py": 500,
     "test_incremental.py": 770,
     "test_incremental_failures.py": 520,
     "test_thrift.py": 440,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from spark_bucketing import extension
 from spark_bucketing.files import BUCKET_IN_NAME, data_files, local_path  # noqa: F401 (re-exported for tests)
 from spark_bucketing.sparksession import local_session
 
@@ -14,9 +16,28 @@ LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"
 
 
 def make_session(base: Path, **conf: str) -> SparkSession:
-    """The test session: small shuffles, no broadcast joins (tests probe join plans)."""
-    settings = {"spark.sql.shuffle.partitions": "4", "spark.sql.autoBroadcastJoinThreshold": "-1", **conf}
+    """The test session: small shuffles, no broadcast joins (tests probe join
+    plans). The session extension is loaded but switched off: the tests that
+    want it (test_extension.py) switch it on (extension_on)."""
+    settings = {
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+        **extension.spark_settings(extension.build_jar()),
+        extension.SWITCH: "false",
+        **conf,
+    }
     return local_session(base, LOG4J_CONF, **settings)
+
+
+@contextmanager
+def extension_on(spark: SparkSession, on: bool = True):
+    """The session extension switched on (or off) for the block."""
+    before = spark.conf.get(extension.SWITCH)
+    spark.conf.set(extension.SWITCH, str(on).lower())
+    try:
+        yield
+    finally:
+        spark.conf.set(extension.SWITCH, before)
 
 
 def table_location(spark: SparkSession, table: str) -> Path:

@@ -163,6 +163,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.project_dir), Path(args.state_dir))
 
 
+def cmd_extension(args: argparse.Namespace) -> int:
+    from spark_bucketing import extension
+
+    jar = extension.build_jar(Path(args.out) if args.out else None, force=args.force)
+    if args.quiet:
+        print(jar)
+        return 0
+    print(f"jar: {jar}")
+    print("Add to the profile's server_side_parameters (method: session), or as --conf to the Thrift Server:")
+    for key, value in extension.spark_settings(jar).items():
+        print(f"  {key}: {value}")
+    print(f"Off for one session: SET {extension.SWITCH}=false")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spark-bucketing", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -214,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--state-dir", help="... or this local metastore and warehouse")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("extension", help="build the Spark extension's jar; print the settings that enable it")
+    p.add_argument("--out", help="the jar's path (default: under ~/.cache/spark-bucketing, by PySpark version)")
+    p.add_argument("--force", action="store_true", help="rebuild even if the jar is there")
+    p.add_argument("--quiet", action="store_true", help="print the jar's path only")
+    p.set_defaults(func=cmd_extension)
 
     p = sub.add_parser("demo", help="build the demo pipeline and report its layout")
     p.add_argument("--project-dir", default=".")

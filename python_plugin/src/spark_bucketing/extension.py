@@ -1,0 +1,76 @@
+"""The Spark session extension that reads Hive-hash tables as bucketed (Scala
+sources shipped in this package, in scala/): its jar, compiled against the
+installed PySpark with the Scala compiler PySpark ships, and the settings that
+enable it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+EXTENSION_CLASS = "sparkbucketing.BucketingExtensions"
+# A session setting the extension reads at each plan: false plans as stock Spark does.
+SWITCH = "spark_bucketing.extension.enabled"
+SOURCES = Path(__file__).resolve().parent / "scala"
+
+
+def pyspark_jars() -> Path:
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise ValueError("building the extension needs PySpark: pip install 'spark-bucketing[spark]'") from exc
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def sources() -> list[Path]:
+    return sorted(SOURCES.glob("*.scala"))
+
+
+def default_jar() -> Path:
+    """Under the user's cache, named by the PySpark version and the sources, so a change of either rebuilds."""
+    from pyspark import __version__
+
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources())).hexdigest()[:12]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spark-bucketing"
+    return cache / f"spark-bucketing-extension-{__version__}-{digest}.jar"
+
+
+def build_jar(out: Path | None = None, force: bool = False) -> Path:
+    """Compiles the sources into `out` (default: default_jar()) unless it is already there."""
+    out = Path(out) if out is not None else default_jar()
+    if out.is_file() and not force:
+        return out
+    jars = pyspark_jars()
+    compiler = [
+        next(jars.glob(f"{name}-2.13.*.jar"), None) for name in ("scala-compiler", "scala-library", "scala-reflect")
+    ]
+    if None in compiler:
+        raise ValueError(f"the Scala 2.13 compiler, library and reflect jars are not in {jars}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        built = Path(tmp) / out.name
+        command = [
+            "java",
+            "-cp",
+            os.pathsep.join(map(str, compiler)),
+            "scala.tools.nsc.Main",
+            "-cp",
+            str(jars / "*"),
+            "-d",
+            str(built),
+            *map(str, sources()),
+        ]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0 or not built.is_file():
+            raise ValueError(f"compiling the extension failed:\n{result.stdout}{result.stderr}")
+        # Renamed into place: a concurrent reader sees no jar or the whole jar.
+        built.replace(out)
+    return out
+
+
+def spark_settings(jar: Path) -> dict[str, str]:
+    """What a session or a Thrift Server needs to load the extension."""
+    return {"spark.jars": str(jar), "spark.sql.extensions": EXTENSION_CLASS}

@@ -1,0 +1,78 @@
+package sparkbucketing
+
+import scala.collection.mutable
+
+import org.apache.spark.sql.catalyst.expressions.{BitwiseAnd, Expression, HiveHash, Literal, Pmod}
+import org.apache.spark.sql.catalyst.plans.physical._
+
+/** Rows placed by Hive's bucket id, `(hivehash(cols) & Int.MaxValue) % n`: the
+ *  id Spark's writer gives a Hive table's rows, so the bucket files of a
+ *  Hive-hash table are these partitions. A subclass of HashPartitioning so
+ *  that Spark's shuffle places rows by it (ShuffleExchangeExec asks any
+ *  HashPartitioning for its partitionIdExpression), but never equal to
+ *  Spark's Murmur3 HashPartitioning nor compatible with it. */
+class HiveHashPartitioning(expressions: Seq[Expression], numPartitions: Int)
+    extends HashPartitioning(expressions, numPartitions) {
+
+  override def partitionIdExpression: Expression =
+    Pmod(BitwiseAnd(HiveHash(expressions), Literal(Int.MaxValue)), Literal(numPartitions))
+
+  override def satisfies0(required: Distribution): Boolean = required match {
+    // Stateful operators keep their state partitioned by Spark's own hash.
+    case _: StatefulOpClusteredDistribution => false
+    case _ => super.satisfies0(required)
+  }
+
+  override def createShuffleSpec(distribution: ClusteredDistribution): ShuffleSpec =
+    HiveHashShuffleSpec(this, distribution)
+
+  // Spark rewrites partitionings (aliases, canonical forms) through these: they must keep the hash.
+  override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): HashPartitioning =
+    new HiveHashPartitioning(newChildren, numPartitions)
+
+  override def copy(expressions: Seq[Expression] = expressions, numPartitions: Int = numPartitions): HashPartitioning =
+    new HiveHashPartitioning(expressions, numPartitions)
+
+  // Exchange reuse and plan comparison go by equality: never equal to a Murmur3 partitioning.
+  override def canEqual(other: Any): Boolean = other.isInstanceOf[HiveHashPartitioning]
+  override def equals(other: Any): Boolean = other match {
+    case o: HiveHashPartitioning => expressions == o.expressions && numPartitions == o.numPartitions
+    case _ => false
+  }
+  override def hashCode(): Int = ("hive", expressions, numPartitions).hashCode()
+  override def toString: String = s"hivehashpartitioning(${expressions.mkString(", ")}, $numPartitions)"
+}
+
+/** Two sides are co-partitioned when both are placed by Hive's hash into the
+ *  same count by the same join key positions (HashShuffleSpec's rule for
+ *  Spark's hash). Never compatible with Spark's HashShuffleSpec: the same
+ *  count by another hash puts a key elsewhere. The other side of a join can
+ *  be shuffled into this partitioning. */
+case class HiveHashShuffleSpec(partitioning: HiveHashPartitioning, distribution: ClusteredDistribution) extends ShuffleSpec {
+
+  /** For each partitioning expression, the positions of the clustering keys it equals. */
+  lazy val hashKeyPositions: Seq[mutable.BitSet] = {
+    val positions = mutable.Map.empty[Expression, mutable.BitSet]
+    distribution.clustering.zipWithIndex.foreach { case (e, i) =>
+      positions.getOrElseUpdate(e.canonicalized, mutable.BitSet.empty).add(i)
+    }
+    partitioning.expressions.map(e => positions.getOrElse(e.canonicalized, mutable.BitSet.empty))
+  }
+
+  override def numPartitions: Int = partitioning.numPartitions
+
+  override def isCompatibleWith(other: ShuffleSpec): Boolean = other match {
+    case o: HiveHashShuffleSpec =>
+      numPartitions == o.numPartitions &&
+        distribution.clustering.length == o.distribution.clustering.length &&
+        hashKeyPositions.length == o.hashKeyPositions.length &&
+        hashKeyPositions.zip(o.hashKeyPositions).forall { case (a, b) => a.intersect(b).nonEmpty }
+    case ShuffleSpecCollection(specs) => specs.exists(isCompatibleWith)
+    case _ => false
+  }
+
+  override def canCreatePartitioning: Boolean = true
+
+  override def createPartitioning(clustering: Seq[Expression]): Partitioning =
+    new HiveHashPartitioning(hashKeyPositions.map(p => clustering(p.head)), numPartitions)
+}

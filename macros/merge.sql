@@ -264,6 +264,11 @@
   {{ return(out) }}
 {% endmacro %}
 
+{% macro accounting_text(a) %}
+  {{ return('before ' ~ a.rows_before ~ ' + inserted ' ~ a.inserted ~ ' + moved in ' ~ a.moved_in
+      ~ ' - deleted ' ~ a.deleted ~ ' - moved out ' ~ a.moved_out ~ ' = ' ~ a.rows_after) }}
+{% endmacro %}
+
 {% macro check_row_accounting(relation, location, rels, partition_by, stats, accounting) %}
   {#- Before anything is published: each partition the merge wrote (or
       emptied) holds the rows its accounting expects. -#}
@@ -276,8 +281,7 @@
     {%- set found = written[key].rows if key in written else 0 -%}
     {%- if expected != found -%}
       {%- set name = written[key].path if key in written else (key if partition_by else 'the table') -%}
-      {%- do wrong.append(name ~ ': ' ~ (('before ' ~ a.rows_before ~ ' + inserted ' ~ a.inserted ~ ' + moved in ' ~ a.moved_in
-          ~ ' - deleted ' ~ a.deleted ~ ' - moved out ' ~ a.moved_out ~ ' = ' ~ expected) if a is not none else 'no rows expected')
+      {%- do wrong.append(name ~ ': ' ~ (spark_bucketing.accounting_text(a) if a is not none else 'no rows expected')
           ~ ', but ' ~ found ~ ' rows were written') -%}
     {%- endif -%}
   {%- endfor -%}

@@ -54,8 +54,8 @@
       {%- endif -%}
       {%- set m = rec.get('merge') -%}
       {%- if m and (m.rows_before + m.inserted + m.moved_in - m.deleted - m.moved_out != m.rows_after or m.rows_after != rec.rows) -%}
-        {%- do problems.append({'object': name, 'problem': 'merge row accounting does not add up: before ' ~ m.rows_before ~ ' + inserted ' ~ m.inserted
-            ~ ' + moved in ' ~ m.moved_in ~ ' - deleted ' ~ m.deleted ~ ' - moved out ' ~ m.moved_out ~ ' = ' ~ m.rows_after ~ ', recorded rows ' ~ rec.rows}) -%}
+        {%- do problems.append({'object': name, 'problem': 'merge row accounting does not add up: '
+            ~ spark_bucketing.accounting_text(m) ~ ', recorded rows ' ~ rec.rows}) -%}
       {%- endif -%}
       {%- if declared is not none and not spark_bucketing.same_spec(declared, rec) -%}
         {%- do problems.append({'object': name, 'problem': 'catalog declares ' ~ spark_bucketing.describe_spec(declared) ~ ' but the partition was written with ' ~ spark_bucketing.describe_spec(rec)}) -%}

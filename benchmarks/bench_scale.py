@@ -85,7 +85,20 @@ def best_alternating(runs: dict) -> dict:
     return {name: min(rs, key=lambda r: r["s"]) for name, rs in results.items()}
 
 
-def project_with_events(root: Path) -> Counted:
+def same_rows(project: DbtProcessProject, tables: list[str], columns: str) -> None:
+    """The sides end with the same rows (a count and an order-free checksum of
+    `columns`), read by a dbt process of its own (the embedded metastore admits one JVM)."""
+    sql = " union all ".join(
+        f"select '{t}' as t, count(*) as n, sum(hash({columns})) as s from {{{{ ref('{t}') }}}}" for t in tables
+    )
+    project.dbt("show", "--inline", sql, "--output", "json", "--limit", str(len(tables)))
+    rows = json.loads(project.output[project.output.index('{\n  "show"') :].split("\n}\n", 1)[0] + "\n}")["show"]
+    print("rows, checksum: " + ", ".join(f"{r['t']} {r['n']:,} {r['s']}" for r in rows))
+    if len({(r["n"], r["s"]) for r in rows}) != 1:
+        raise SystemExit("the sides disagree")
+
+
+def project_with_events(root: Path, **spark_conf: str) -> Counted:
     events = root / "events"
     events.mkdir(parents=True, exist_ok=True)
     conf = {
@@ -93,6 +106,7 @@ def project_with_events(root: Path) -> Counted:
         "spark.eventLog.compress": "false",
         "spark.eventLog.dir": str(events),
         "spark.sql.shuffle.partitions": "8",
+        **spark_conf,
     }
     return Counted(DbtProcessProject(root, **conf), events)
 

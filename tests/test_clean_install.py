@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.spark import TEST_JVM_FLAGS
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TABLE = "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 400)"
 
@@ -36,7 +38,8 @@ def _run(cmd: list[str], cwd: Path, ok_codes=(0,)) -> subprocess.CompletedProces
 def venv(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("venv") / "v"
     _run([sys._base_executable, "-m", "venv", str(root)], cwd=root.parent)
-    pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # --no-compile: pip would byte-compile every installed file (PySpark's thousands); Python compiles what it imports.
+    pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile"]
     _run([*pip, f"dbt-core=={version('dbt-core')}", f"dbt-spark[session]=={version('dbt-spark')}"], cwd=root.parent)
     before = _run([str(root / "bin" / "python"), "-m", "pip", "freeze"], cwd=root.parent).stdout
     assert "sqlglot" not in before and "sqlfluff" not in before  # nothing of ours came with dbt
@@ -62,7 +65,7 @@ def scratch(tmp_path_factory) -> Path:
         "spark.sql.warehouse.dir": str(state / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={state / 'metastore_db'};create=true",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}"
-        f" -Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'}",
+        f" -Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'} {TEST_JVM_FLAGS}",
         "spark.sql.autoBroadcastJoinThreshold": "-1",
     }
     output = {

@@ -41,5 +41,7 @@ def test_demo_runs_twice_with_one_file_per_bucket(spark, tmp_path):
         assert spark.table("bucketing_demo.order_events").count() == 9000
         assert all(r[6] == "1" for r in rows.values())
         assert "[plan agrees]" in text and "PLAN DISAGREES" not in text
+        assert "order_lines JOIN order_lines on order_id (Hive hash): 0 shuffle exchanges with the session" in text
+        assert "2 with it off" in text
     finally:
         spark.sql("drop database if exists bucketing_demo cascade")

@@ -15,7 +15,7 @@ from spark_bucketing.files import data_files, input_file_path
 from tests.support.dbt_process import DbtProcessProject
 from tests.support.dbt_project import failure_text
 from tests.support.layout import table_layout_problems
-from tests.support.spark import table_location
+from tests.support.spark import TEST_JVM_FLAGS, table_location
 
 
 def _damaged_table(spark, dbt_project, name):
@@ -145,7 +145,7 @@ def test_successful_runs_log_no_errors(tmp_path):
     """With Spark's own log configuration, as users run it: a first build, a
     rebuild and incremental runs print no ERROR line (the metastore logs one
     for every folder it is asked to delete that does not exist)."""
-    project = DbtProcessProject(tmp_path / "p", quiet_logs=False)
+    project = DbtProcessProject(tmp_path / "p", quiet_logs=False, jvm_flags=TEST_JVM_FLAGS)
     partitioned = {"clustered_by": ["k"], "buckets": 4, "partition_by": ["p"]}
     sql = "select id as k, cast(id % 3 as int) as p from range(0, 100, 1, 2)"
     project.write_model("full", sql, {"materialized": "bucketed_table", **partitioned})

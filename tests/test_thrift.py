@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
+from spark_bucketing import extension
 from spark_bucketing.files import bucket_of, input_file_path, local_path
 from spark_bucketing.metadata import ThriftClient, read_table_metadata
 from tests.support.cluster import StandaloneCluster
@@ -38,6 +39,13 @@ where a.customer_id = 7
 group by a.customer_id
 """
 
+HIVE_JOIN_SQL = """
+select a.region, count(*) as n, sum(a.event_id - b.event_id) as d
+from {{ ref('events_hive') }} a
+join {{ ref('events_hive') }} b on a.customer_id = b.customer_id and a.region = b.region
+group by a.region
+"""
+
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -49,7 +57,13 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, cluster):
-    srv = ThriftServer(tmp_path_factory.mktemp("thrift"), master=cluster.url)
+    # With the session extension on, as a user enables it: every build, test
+    # and checker run below goes through it; spark.jars ships it to the executors.
+    srv = ThriftServer(
+        tmp_path_factory.mktemp("thrift"),
+        master=cluster.url,
+        conf=extension.spark_settings(extension.build_jar()),
+    )
     srv.start()
     yield srv
     srv.stop()
@@ -90,6 +104,7 @@ def thrift_project(server, tmp_path_factory, dbt_project):
         },
     )
     project.write_model("lookup_join", LOOKUP_JOIN_SQL, {"materialized": "view"})
+    project.write_model("hive_join", HIVE_JOIN_SQL, {"materialized": "view"})
     project.write_file(
         "models/schema.yml",
         "version: 2\nmodels:\n"
@@ -227,3 +242,46 @@ def test_the_checker_corpus_agrees_with_the_plans_of_the_thrift_server(server, d
         except AssertionError as exc:
             failures[label] = str(exc)[:2000]
     assert not failures, "\n\n".join(f"{k}: {v}" for k, v in failures.items())
+
+
+def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
+    """The extension on the Thrift Server (its executors on the cluster): a
+    Hive-hash self-join on the bucket column plans no Exchange, and answers as
+    the plan with the extension and bucketing off; the checker's --extension
+    model says so too, verified against the server's plan."""
+    import io
+    import json
+    from contextlib import redirect_stdout
+
+    from spark_bucketing import cli
+
+    thrift_project.run("events_hive", "hive_join")
+    join = "select * from t_thrift.events_hive a join t_thrift.events_hive b on a.customer_id = b.customer_id"
+    answer = "select region, n, d from t_thrift.hive_join order by region"
+    client = ThriftClient("127.0.0.1", server.port)
+    try:
+        client.query("SET spark.sql.adaptive.enabled=false")
+        on_plan = client.query(f"EXPLAIN {join}")[0][0]
+        on_rows = client.query(answer)
+        client.query(f"SET {extension.SWITCH}=false")
+        off_plan = client.query(f"EXPLAIN {join}")[0][0]
+        client.query("SET spark.sql.sources.bucketing.enabled=false")
+        off_rows = client.query(answer)
+    finally:
+        client.connection.close()
+    assert "HiveHashBucketedScan" in on_plan and "Exchange" not in on_plan, on_plan
+    assert off_plan.count("Exchange hashpartitioning") == 2, off_plan
+    assert [tuple(r) for r in on_rows] == [tuple(r) for r in off_rows] and len(on_rows) == 3
+
+    root = str(thrift_project.root)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(
+            ["check", "--project-dir", root, "--profiles-dir", root, "--select", "hive_join", "--extension"]
+            + ["--catalog", "live", "--verify", "--format", "json"]
+        )
+    assert code == 0
+    (model,) = json.loads(out.getvalue())["models"]
+    assert all(f["verified"] is True for f in model["findings"]), model
+    (found,) = [f for f in model["findings"] if f["kind"] == "join"]
+    assert found["shuffle_free"] is True, found

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyspark
 
+from tests.support.spark import TEST_JVM_FLAGS
 from tests.support.thrift_server import free_port
 
 
@@ -32,7 +33,12 @@ class StandaloneCluster:
 
     def _spawn(self, name: str, *args: str) -> None:
         spark_home = Path(pyspark.__file__).parent
-        env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1"}
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(spark_home),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_DAEMON_JAVA_OPTS": TEST_JVM_FLAGS,
+        }
         with open(self.base / f"{name}.log", "wb") as log:
             self.processes.append(
                 subprocess.Popen(

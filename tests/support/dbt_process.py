@@ -18,8 +18,11 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 
 
 class DbtProcessProject:
-    def __init__(self, root: Path, schema: str = "bench", quiet_logs: bool = True, **spark_conf: str):
-        """`quiet_logs=False` keeps Spark's own log configuration, as a user's run has it."""
+    def __init__(
+        self, root: Path, schema: str = "bench", quiet_logs: bool = True, jvm_flags: str = "", **spark_conf: str
+    ):
+        """`quiet_logs=False` keeps Spark's own log configuration, as a user's run has it;
+        `jvm_flags` go to the driver JVM (tests pass theirs, benchmarks none)."""
         self.root = root
         self.schema = schema
         self.output = ""
@@ -36,7 +39,8 @@ class DbtProcessProject:
             "spark.sql.warehouse.dir": str(state / "warehouse"),
             "spark.hadoop.javax.jdo.option.ConnectionURL": metastore,
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}"
-            + (f" -Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'}" if quiet_logs else ""),
+            + (f" -Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'}" if quiet_logs else "")
+            + (f" {jvm_flags}" if jvm_flags else ""),
             "spark.sql.autoBroadcastJoinThreshold": "-1",
             **spark_conf,
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -13,6 +14,12 @@ from spark_bucketing.sparksession import local_session
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"
+# The test JVMs compile with C1 only and collect with one thread: the suite
+# runs four workers' JVMs on two cores over small data, where C2's compile
+# threads and parallel GC cost more CPU than they save (test_merge.py alone:
+# 434 CPU-seconds without, 339 with). Benchmarks keep the JVM's defaults.
+# SB_TEST_JVM_FLAGS overrides (empty: the defaults).
+TEST_JVM_FLAGS = os.environ.get("SB_TEST_JVM_FLAGS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
 def make_session(base: Path, **conf: str) -> SparkSession:
@@ -26,7 +33,7 @@ def make_session(base: Path, **conf: str) -> SparkSession:
         extension.SWITCH: "false",
         **conf,
     }
-    return local_session(base, LOG4J_CONF, **settings)
+    return local_session(base, LOG4J_CONF, TEST_JVM_FLAGS, **settings)
 
 
 @contextmanager

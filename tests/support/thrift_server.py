@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyspark
 
-from tests.support.spark import LOG4J_CONF
+from tests.support.spark import LOG4J_CONF, TEST_JVM_FLAGS
 
 
 def free_port() -> int:
@@ -22,9 +22,10 @@ def free_port() -> int:
 
 
 class ThriftServer:
-    def __init__(self, base: Path, master: str = "local[2]"):
+    def __init__(self, base: Path, master: str = "local[2]", conf: dict[str, str] | None = None):
         self.base = base
         self.master = master
+        self.conf = conf or {}
         self.port = free_port()
         self.warehouse = base / "warehouse"
         self.log = base / "thrift-server.log"
@@ -54,11 +55,15 @@ class ThriftServer:
             "spark.hadoop.javax.jdo.option.ConnectionURL="
             f"jdbc:derby:;databaseName={self.base / 'metastore_db'};create=true",
             "--conf",
-            f"spark.driver.extraJavaOptions=-Dderby.system.home={self.base} -Dlog4j2.configurationFile={LOG4J_CONF}",
+            f"spark.driver.extraJavaOptions=-Dderby.system.home={self.base} -Dlog4j2.configurationFile={LOG4J_CONF}"
+            f" {TEST_JVM_FLAGS}",
+            "--conf",
+            f"spark.executor.extraJavaOptions={TEST_JVM_FLAGS}",
             "--conf",
             "spark.ui.enabled=false",
             "--conf",
             "spark.sql.shuffle.partitions=3",
+            *[arg for key, value in self.conf.items() for arg in ("--conf", f"{key}={value}")],
             "--hiveconf",
             f"hive.server2.thrift.port={self.port}",
             "--hiveconf",

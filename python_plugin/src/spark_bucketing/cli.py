@@ -125,6 +125,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not sep:
             raise SystemExit(f"spark-bucketing: --conf takes key=value, got {item!r}")
         conf[key.strip()] = value.strip()
+    if args.extension:
+        from spark_bucketing.extension import SWITCH
+
+        conf[SWITCH] = "true"
     project_dir = Path(args.project_dir)
     profiles_dir = Path(args.profiles_dir) if args.profiles_dir else None
     try:
@@ -210,6 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--select", nargs="+", help="models by name, unique id or path (also passed to dbt compile)")
     p.add_argument("--engine", choices=["spark", "trino"], default="spark")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark session setting the model runs with")
+    p.add_argument(
+        "--extension",
+        action="store_true",
+        help="the models run with the session extension on (also read from --conf spark.sql.extensions=...)",
+    )
     p.add_argument("--catalog", choices=["manifest", "live"], default="manifest")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument(

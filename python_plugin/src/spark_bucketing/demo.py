@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from spark_bucketing import extension
 from spark_bucketing.files import bucket_of, local_path
 from spark_bucketing.metadata import SparkClient, read_table_metadata
 
@@ -64,6 +65,37 @@ def print_report(rows: list[dict]) -> None:
         print(f"  {r['table']}: {r['location']}")
 
 
+def exchanges(spark, sql: str) -> int:
+    return spark.sql(sql)._jdf.queryExecution().executedPlan().toString().count("Exchange")
+
+
+# Lines of the same order (products bought together): a self-join of the
+# Hive-hash table on its bucket column.
+BOUGHT_TOGETHER = (
+    "select a.sku, b.sku from bucketing_demo.order_lines a"
+    " join bucketing_demo.order_lines b on a.order_id = b.order_id and a.line_no < b.line_no"
+)
+
+
+def print_extension_join(spark) -> None:
+    """The same Hive-hash join with the session extension on and off (when the session loaded it)."""
+    if extension.EXTENSION_CLASS not in (spark.conf.get("spark.sql.extensions", "") or ""):
+        print("order_lines JOIN order_lines on order_id (Hive hash): the session extension is not loaded")
+        return
+    before = spark.conf.get(extension.SWITCH, "true")
+    try:
+        counts = {}
+        for on in ("true", "false"):
+            spark.conf.set(extension.SWITCH, on)
+            counts[on] = exchanges(spark, BOUGHT_TOGETHER)
+    finally:
+        spark.conf.set(extension.SWITCH, before)
+    print(
+        f"order_lines JOIN order_lines on order_id (Hive hash): {counts['true']} shuffle exchanges with the "
+        f"session extension on, {counts['false']} with it off"
+    )
+
+
 def run_demo(project_dir: Path, state_dir: Path, dbt_args: list[str] | None = None, target_dir: str = "target") -> int:
     """Returns the exit code; `dbt_args` go to every dbt command (the tests
     pass smaller data through --vars and their own --target-path)."""
@@ -76,6 +108,8 @@ def run_demo(project_dir: Path, state_dir: Path, dbt_args: list[str] | None = No
     os.environ["SPARK_BUCKETING_DEMO_DIR"] = str(state_dir.resolve())
     os.environ.setdefault("SPARK_BUCKETING_LOG4J", str((project_dir / "scripts" / "log4j2.properties").resolve()))
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    # The profile loads the session extension from this jar (built once, cached).
+    os.environ.setdefault("SPARK_BUCKETING_EXTENSION_JAR", str(extension.build_jar()))
     quiet_pyspark_logs()
     common = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir / "profiles"), *(dbt_args or [])]
     runner = dbtRunner()
@@ -94,13 +128,11 @@ def run_demo(project_dir: Path, state_dir: Path, dbt_args: list[str] | None = No
     if broken:
         print(f"\ndemo: more than one file per bucket in {', '.join(broken)}", file=sys.stderr)
         return 1
-    plan = (
-        spark.sql("select * from bucketing_demo.users u join bucketing_demo.orders o on u.user_id = o.user_id")
-        ._jdf.queryExecution()
-        .executedPlan()
-        .toString()
+    users_orders = "select * from bucketing_demo.users u join bucketing_demo.orders o on u.user_id = o.user_id"
+    print(
+        f"\nusers JOIN orders on user_id: {exchanges(spark, users_orders)} shuffle exchanges in Spark's physical plan"
     )
-    print(f"\nusers JOIN orders on user_id: {plan.count('Exchange')} shuffle exchanges in Spark's physical plan")
+    print_extension_join(spark)
 
     # The bucket-join checker on the demo's own models, verified against Spark's plans.
     from spark_bucketing.checker.project import format_text, run_check

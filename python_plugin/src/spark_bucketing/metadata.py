@@ -64,6 +64,7 @@ class TableMetadata:
     file_format: str = "parquet"
     latest: BucketSpec | None = None
     partitions: list[PartitionRecord] = field(default_factory=list)
+    built_by_package: bool = False  # the package's format marker is on the table
 
     @property
     def distinct_specs(self) -> set[BucketSpec]:
@@ -112,6 +113,7 @@ def read_table_metadata(client: SqlClient, table: str) -> TableMetadata:
     storage = " ".join(details.get(k) or "" for k in ("Provider", "Serde Library", "InputFormat")).lower()
     file_format = "orc" if "orc" in storage else "parquet"
     meta = TableMetadata(table, declared_spec(details), partition_by, columns, details.get("Location"), file_format)
+    meta.built_by_package = PREFIX + "format_version" in props
     if PREFIX + "spec" in props:
         meta.latest = BucketSpec.from_record(json.loads(props[PREFIX + "spec"]))
     for key, value in sorted(props.items()):

@@ -16,12 +16,13 @@ def quiet_pyspark_logs() -> None:
     logging.getLogger("py4j").setLevel(logging.ERROR)
 
 
-def local_session(state_dir: Path, log4j_conf: Path | None = None, **conf: str):
+def local_session(state_dir: Path, log4j_conf: Path | None = None, jvm_flags: str = "", **conf: str):
     """The session for `state_dir` (or the one already running in this process)."""
     from pyspark.sql import SparkSession
 
     base = Path(state_dir).resolve()
     java_options = f"-Dderby.system.home={base}" + (f" -Dlog4j2.configurationFile={log4j_conf}" if log4j_conf else "")
+    java_options += f" {jvm_flags}" if jvm_flags else ""
     builder = (
         SparkSession.builder.master("local[2]")
         .appName("spark-bucketing")

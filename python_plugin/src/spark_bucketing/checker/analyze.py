@@ -10,6 +10,8 @@ already satisfies what the join or aggregation requires.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
@@ -60,7 +62,7 @@ class Analyzer:
         base = {c: (info.name, c) for c in types}
         spec = info.bucket
         key_types = [types.get(c.lower()) for c in spec.clustered_by] if spec else []
-        ok, reasons = E.usable_spec(spec, key_types, self.settings)
+        ok, reasons = E.usable_spec(spec, key_types, self.settings, info.built_by_package)
         reasons = list(reasons) + self._evolution_reasons(info, table, scope)
         part = None
         if ok:
@@ -72,6 +74,7 @@ class Analyzer:
                 True,
                 spec,
                 scan_order(info, spec, read, alias),
+                spec.hash,
             )
         return Output(info.name, part, types, base, {}, reasons, ok)
 
@@ -206,7 +209,7 @@ class Analyzer:
         if part is not None:
             options = [tuple(rename[c] for c in opt) for opt in part.options if all(c in rename for c in opt)]
             if options:
-                out_part = Part(options, part.num, part.bucketed, part.spec, renamed_order(part.sorted, rename))
+                out_part = replace(part, options=options, sorted=renamed_order(part.sorted, rename))
         relation = None
         if single and len(sources) == 1:
             only = next(iter(sources.values()))
@@ -339,26 +342,29 @@ class Analyzer:
         num = self.settings.shuffle_partitions
         extra_l: list[str] = []
         extra_r: list[str] = []
+        # The hash the shuffled side is placed by: the kept side's (the
+        # extension shuffles the other side of a Hive-hash side by Hive's hash).
+        placed_by = "spark"
         if lpos is not None and rpos is not None:
-            if lpos == rpos and E.counts_compatible(
-                left_part.num, right_part.num, left_part.bucketed and right_part.bucketed, self.settings
-            ):
+            same_hash = left_part.hash == right_part.hash
+            both_bucketed = left_part.bucketed and right_part.bucketed
+            counts_ok = E.counts_compatible(left_part.num, right_part.num, both_bucketed, left_part.hash, self.settings)
+            if lpos == rpos and same_hash and counts_ok:
                 l_shuffle = r_shuffle = False
                 num = min(left_part.num, right_part.num)
-            elif lpos != rpos:
-                keep_left = left_part.num >= right_part.num
-                l_shuffle, r_shuffle = not keep_left, keep_left
-                (extra_r if keep_left else extra_l).append(E.KEY_POSITIONS)
-                num = max(left_part.num, right_part.num)
+                placed_by = left_part.hash
             else:
+                # Spark keeps the side with more partitions (the left one on a tie).
                 keep_left = left_part.num >= right_part.num
                 l_shuffle, r_shuffle = not keep_left, keep_left
-                (extra_r if keep_left else extra_l).append(E.BUCKET_COUNT_MISMATCH)
+                why = E.KEY_POSITIONS if lpos != rpos else E.HASH_DIFFERS if not same_hash else E.BUCKET_COUNT_MISMATCH
+                (extra_r if keep_left else extra_l).append(why)
                 num = max(left_part.num, right_part.num)
+                placed_by = (left_part if keep_left else right_part).hash
         elif lpos is not None:
-            l_shuffle, num = False, left_part.num
+            l_shuffle, num, placed_by = False, left_part.num, left_part.hash
         elif rpos is not None:
-            r_shuffle, num = False, right_part.num
+            r_shuffle, num, placed_by = False, right_part.num, right_part.hash
 
         left_reasons = [] if not l_shuffle else self.why(left_part, l_keys, l_plain, l_type_ok, left_desc) + extra_l
         right_reasons = [] if not r_shuffle else self.why(right_part, r_keys, r_plain, r_type_ok, right_desc) + extra_r
@@ -388,8 +394,8 @@ class Analyzer:
         self.findings.append(finding)
 
         # The join's output partitioning.
-        l_out = Part([tuple(l_keys)], num, False) if l_shuffle else left_part
-        r_out = Part([tuple(r_keys)], num, False) if r_shuffle else right_part
+        l_out = Part([tuple(l_keys)], num, False, hash=placed_by) if l_shuffle else left_part
+        r_out = Part([tuple(r_keys)], num, False, hash=placed_by) if r_shuffle else right_part
         if not (l_plain and r_plain):
             return None, unknown
         if kind in ("left", "semi", "anti"):
@@ -400,7 +406,7 @@ class Analyzer:
             return None, unknown
         options = (l_out.options if l_out else []) + (r_out.options if r_out else [])
         bucketed = bool(l_out and l_out.bucketed) and not l_shuffle and not r_shuffle
-        return Part(options, num, bucketed), unknown
+        return Part(options, num, bucketed, hash=placed_by), unknown
 
     def side_description(self, aliases: list[str], keys: list, sources: dict[str, Output]) -> dict:
         names, relations, notes, unknown = [], set(), [], False

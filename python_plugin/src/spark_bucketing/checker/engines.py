@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import BucketSpec
 
 TRINO_UNBUCKETABLE_TYPES = ("timestamp", "decimal", "char", "binary", "varchar(")
@@ -14,6 +15,7 @@ TRINO_UNBUCKETABLE_TYPES = ("timestamp", "decimal", "char", "binary", "varchar("
 # Reason codes (stable, documented in the README).
 NOT_BUCKETED = "NOT_BUCKETED"
 HIVE_HASH = "HIVE_HASH_NOT_USED_BY_SPARK"
+HIVE_HASH_NOT_PRUNED = "HIVE_HASH_NOT_PRUNED_BY_SPARK"
 SPARK_HASH_IN_TRINO = "SPARK_HASH_NOT_USED_BY_TRINO"
 TRINO_KEY_TYPE = "KEY_TYPE_NOT_BUCKETABLE_IN_TRINO"
 BUCKETING_DISABLED = "BUCKETING_DISABLED"
@@ -28,6 +30,7 @@ AGGREGATE = "AGGREGATE_ON_OTHER_COLUMNS"
 WINDOW = "WINDOW_ON_OTHER_COLUMNS"
 JOIN_OUTPUT = "SHUFFLED_JOIN_OUTPUT"
 BUCKET_COUNT_MISMATCH = "BUCKET_COUNT_MISMATCH"
+HASH_DIFFERS = "BUCKET_HASH_DIFFERS"
 OTHER_SIDE_SHUFFLED = "OTHER_SIDE_DECIDES"
 MIXED_PARTITION_SPECS = "MIXED_PARTITION_SPECS"
 EVOLVING_TABLE = "EVOLVING_TABLE_DECLARED_UNBUCKETED"
@@ -49,6 +52,16 @@ class EngineSettings:
     @property
     def bucketing_enabled(self) -> bool:
         return self._get("spark.sql.sources.bucketing.enabled", "true") == "true"
+
+    @property
+    def extension(self) -> bool:
+        """The session extension reads the package's Hive-hash tables bucketed:
+        loaded through spark.sql.extensions and not switched off, or stated
+        with the switch (`--extension`)."""
+        switch = self._get(SWITCH, "")
+        if switch:
+            return switch == "true"
+        return EXTENSION_CLASS.lower() in self._get("spark.sql.extensions", "")
 
     @property
     def ansi(self) -> bool:
@@ -77,13 +90,15 @@ class EngineSettings:
 
 
 def usable_spec(
-    spec: BucketSpec | None, key_types: list[str | None], settings: EngineSettings
+    spec: BucketSpec | None, key_types: list[str | None], settings: EngineSettings, built_by_package: bool = False
 ) -> tuple[bool, list[str]]:
-    """Does the engine read a table with this declared spec as bucketed?"""
+    """Does the engine read a table with this declared spec as bucketed?
+    Spark reads a Hive-hash table bucketed only through the extension, and
+    only a table this package built (its files carry Spark's bucket names)."""
     if spec is None:
         return False, [NOT_BUCKETED]
     if settings.engine == "spark":
-        if spec.hash != "spark":
+        if spec.hash != "spark" and not (settings.extension and built_by_package):
             return False, [HIVE_HASH]
         if not settings.bucketing_enabled:
             return False, [BUCKETING_DISABLED]
@@ -103,11 +118,12 @@ def power_of_two_multiple(a: int, b: int) -> bool:
     return r & (r - 1) == 0
 
 
-def counts_compatible(a: int, b: int, both_bucketed: bool, settings: EngineSettings) -> bool:
+def counts_compatible(a: int, b: int, both_bucketed: bool, hash_family: str, settings: EngineSettings) -> bool:
     """Can two co-partitioned sides with `a` and `b` partitions join without a shuffle?"""
     if a == b:
         return True
-    if not both_bucketed:
+    if not both_bucketed or (settings.engine == "spark" and hash_family != "spark"):
+        # Spark coalesces buckets of its own scans only; the extension's Hive-hash scans need equal counts.
         return False
     if settings.engine == "trino":
         return power_of_two_multiple(a, b)

@@ -195,9 +195,12 @@ def _judge(info: RelationInfo, filters: list[exp.Expression], settings: EngineSe
     if not touching:
         return None
     key_types = [info.columns.get(c) for c in columns]
-    usable, reasons = E.usable_spec(info.bucket, key_types, settings)
+    usable, reasons = E.usable_spec(info.bucket, key_types, settings, info.built_by_package)
     if info.evolving:
         reasons = [E.EVOLVING_TABLE]
+    elif usable and spec.hash != "spark":
+        # The extension reads every bucket: Spark would choose them by its own hash.
+        reasons = [E.HIVE_HASH_NOT_PRUNED]
     elif usable and len(columns) > 1:
         reasons = [ONE_COLUMN]
     read: int | None = spec.buckets
@@ -386,6 +389,8 @@ def _suggestions(info: RelationInfo, columns: list[str], col_type: str | None, r
         E.KEY_CAST: f"filter on {col} itself, not a cast of it",
         E.KEY_EXPRESSION: f"filter on {col} itself, not an expression of it",
         E.HIVE_HASH: f"{rel} uses Hive's hash, which Spark does not read as bucketed, so it cannot prune buckets",
+        E.HIVE_HASH_NOT_PRUNED: f"the extension reads {rel} bucketed for joins and aggregations but reads every "
+        "bucket for a filter (Spark would choose them by its own hash)",
         E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
         E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: backfill to converge",
     }

@@ -87,6 +87,10 @@ class Part:
     # one file (Spark's `sorted_by` output ordering), in the block's column ids.
     # None when the files are not known.
     sorted: tuple | None = None
+    # The hash rows are placed by: a shuffle's or a Spark-hash scan's "spark";
+    # "hive" for a Hive-hash scan the extension reads bucketed, and for a side
+    # shuffled to match one.
+    hash: str = "spark"
 
 
 @dataclass

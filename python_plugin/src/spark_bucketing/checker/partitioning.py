@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from spark_bucketing.checker.model import Part
 
 
 def unordered(part: Part | None) -> Part | None:
     """The partitioning after an operator that returns rows in no known order."""
-    return None if part is None else Part(part.options, part.num, part.bucketed, part.spec)
+    return None if part is None else replace(part, sorted=None)
 
 
 def renamed_order(order: tuple | None, rename: dict) -> tuple | None:
@@ -26,10 +28,8 @@ def prefixed(part: Part | None, alias: str) -> Part | None:
     """A FROM item's partitioning, in the reading block's column ids."""
     if part is None:
         return None
-    return Part(
-        [tuple((alias, c) if isinstance(c, str) else c for c in opt) for opt in part.options],
-        part.num,
-        part.bucketed,
-        part.spec,
-        None if part.sorted is None else tuple((alias, c) if isinstance(c, str) else c for c in part.sorted),
+    return replace(
+        part,
+        options=[tuple((alias, c) if isinstance(c, str) else c for c in opt) for opt in part.options],
+        sorted=None if part.sorted is None else tuple((alias, c) if isinstance(c, str) else c for c in part.sorted),
     )

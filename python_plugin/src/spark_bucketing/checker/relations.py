@@ -27,6 +27,7 @@ class RelationInfo:
     partition_by: list[str] = field(default_factory=list)
     partitions: list[PartitionRecord] = field(default_factory=list)  # recorded per-partition specs
     latest: BucketSpec | None = None  # the spec of the latest write (bucketed_incremental)
+    built_by_package: bool = False  # a bucketed_table / bucketed_incremental model (the extension reads only these)
     source: str = "manifest"
     complete: bool = False  # every column is known (catalog.json or live), not just those schema.yml lists
     # Set when nothing states the relation's bucketing (a reason code): the
@@ -126,6 +127,7 @@ def catalog_from_manifest(project_dir: Path, target_dir: str = "target") -> Cata
                 columns,
                 bucket,
                 partition_by,
+                built_by_package=str(config.get("materialized")) in ("bucketed_table", "bucketed_incremental"),
                 source="manifest",
                 complete=bool(documented),
                 unknown=UNKNOWN_BUCKETING if unstated else None,
@@ -153,6 +155,7 @@ def relation_from_live(client: SqlClient, name: str) -> RelationInfo:
         [p.lower() for p in meta.partition_by],
         meta.partitions,
         meta.latest,
+        built_by_package=meta.built_by_package,
         source="live",
         complete=True,
     )

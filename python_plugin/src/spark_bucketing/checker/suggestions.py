@@ -16,8 +16,11 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
         keys = ", ".join(side.keys)
         for r in side.reasons:
             text = {
-                E.HIVE_HASH: f"{rel} uses Hive's hash, which Spark never reads as bucketed: set bucket_hash='spark' "
+                E.HIVE_HASH: f"{rel} uses Hive's hash, which stock Spark never reads as bucketed: enable the "
+                "session extension (spark-bucketing extension) if this package built it, or set bucket_hash='spark' "
                 "on its model if Spark is the reader that matters (Hive/Trino then read it unbucketed)",
+                E.HASH_DIFFERS: "the two sides place rows by different hashes (Hive's and Spark's): build both "
+                "with the same bucket_hash",
                 E.SPARK_HASH_IN_TRINO: f"{rel} uses Spark's hash, which Trino reads as unbucketed: "
                 "set bucket_hash='hive' if Trino is the reader that matters",
                 E.NOT_BUCKETED: f"materialize {rel} with bucketed_table, clustered_by=[{keys}]"

@@ -1,0 +1,119 @@
+"""The session extension at work: one join + aggregation of two Hive-hash
+tables on their bucket column, with the extension on and off, side by side
+with the same query over two Spark-hash tables (what stock Spark reads
+bucketed).
+
+The tables: 8,000,000 and 4,000,000 rows, 16 buckets on `k` (2,000,000 keys),
+Parquet, built once by the package (untimed). Each side is a `table` model
+over the join, a `dbt run` of its own (cold JVM included) with the extension
+loaded and Spark's default broadcast threshold; the "off" side switches the
+extension off in a pre-hook. Sides alternate (A B C, then C B A), best of two
+each. Each run's SQL statements, Spark jobs, and the Exchanges of the join's
+plan (from Spark's event log) are counted.
+
+    .venv/bin/python benchmarks/bench_extension.py [--rows 8000000] [--buckets 16]
+
+Prints the figures the README reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_scale import Counted, best_alternating, project_with_events, same_rows  # noqa: E402
+
+from spark_bucketing import extension  # noqa: E402
+
+TABLE = """
+select cast(pmod(hash(id, {seed}), {keys}) as int) as k, id as v, cast(id % 997 as double) as w
+from range(0, {rows}, 1, 8)
+"""
+JOIN = """
+select a.k, count(*) as n, sum(a.w * b.w) as s
+from {{{{ ref('{a}') }}}} a join {{{{ ref('{b}') }}}} b on a.k = b.k
+group by a.k
+"""
+OFF = "SET " + extension.SWITCH + "=false"
+SIDES = {
+    "Hive hash, extension on": ("join_hive_on", "hive", {}),
+    "Hive hash, extension off": ("join_hive_off", "hive", {"pre_hook": OFF}),
+    "Spark hash (stock Spark)": ("join_spark", "spark", {}),
+}
+EXCHANGE_LINE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?Exchange\b", re.M)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=8_000_000)
+    parser.add_argument("--buckets", type=int, default=16)
+    parser.add_argument("--base", type=Path, default=None, help="folder for the project (default: a temporary one)")
+    args = parser.parse_args()
+    counted = project_with_events(
+        (args.base or Path(tempfile.mkdtemp(prefix="sb-bench-extension-"))) / "extension",
+        **extension.spark_settings(extension.build_jar()),
+        **{"spark.sql.autoBroadcastJoinThreshold": "10485760"},
+    )
+    project = counted.project
+    keys = args.rows // 4
+    for family in ("hive", "spark"):
+        for name, rows, seed in (("big", args.rows, 1), ("half", args.rows // 2, 2)):
+            project.write_model(
+                f"{name}_{family}",
+                TABLE.format(rows=rows, keys=keys, seed=seed),
+                {"materialized": "bucketed_table", "clustered_by": "k", "buckets": args.buckets, "bucket_hash": family},
+            )
+    for model, family, hooks in SIDES.values():
+        project.write_model(
+            model, JOIN.format(a=f"big_{family}", b=f"half_{family}"), {"materialized": "table", **hooks}
+        )
+    project.dbt("run", "--select", "big_*", "half_*")
+    best = best_alternating({side: runner(counted, model) for side, (model, _, _) in SIDES.items()})
+    stock = best["Spark hash (stock Spark)"]["s"]
+    print(
+        f"\nJoin + aggregation on the bucket column: {args.rows:,} x {args.rows // 2:,} rows,"
+        f" {keys:,} keys, {args.buckets} buckets, Parquet"
+    )
+    print(f"{'side':<28} {'s':>7} {'vs Spark hash':>14} {'exchanges':>10} {'stmts':>6} {'jobs':>5}")
+    for side, r in best.items():
+        print(
+            f"{side:<28} {r['s']:>7.1f} {r['s'] / stock:>13.2f}x {r['exchanges']:>10}"
+            f" {r['statements']:>6} {r['jobs']:>5}"
+        )
+    same_rows(project, [model for model, _, _ in SIDES.values()], "k, n, s")
+    return 0
+
+
+def runner(counted: Counted, model: str):
+    def run():
+        before = set(counted.events.iterdir())
+        result = counted.run("--select", model)
+        result["exchanges"] = join_exchanges(set(counted.events.iterdir()) - before)
+        return result
+
+    return run
+
+
+def join_exchanges(event_logs: set[Path]) -> int:
+    """Exchanges in the plan of the run's statement that joins (the widest one)."""
+    most = 0
+    for log in event_logs:
+        for line in log.read_text(errors="replace").splitlines():
+            if '"SparkListenerSQLExecutionStart"' not in line:
+                continue
+            plan = json.loads(line).get("physicalPlanDescription", "")
+            tree = plan.split("== Physical Plan ==", 1)[-1].split("\n\n", 1)[0]
+            if "Join" in tree:
+                most = max(most, len(EXCHANGE_LINE.findall(tree)))
+    return most
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,8 +7,6 @@ with it on."""
 
 from __future__ import annotations
 
-import os
-import random
 import re
 
 import pytest
@@ -19,36 +17,13 @@ from spark_bucketing.checker.verify import session_conf, verify
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import SparkClient
 from tests.support.dbt_project import failure_text
+from tests.support.extension_tables import TABLES, build_tables, reference_rows, rows
 from tests.support.spark import extension_on
-
-ROWS = "range(0, {n}, 1, 5)"
-# Keys with NULLs and repeats; a string key; a day partition.
-FACT = (
-    "select case when id % 17 = 0 then null else cast(id % {keys} as int) end as k, concat('s', id % 7) as s,"
-    " cast(id % 3 as string) as p, id as v from range(0, {n}, 1, 5)"
-)
-TABLES = {
-    "h8": (FACT.format(keys=300, n=6000), {"bucket_hash": "hive", "buckets": 8, "partition_by": "p"}),
-    "h8b": (FACT.format(keys=500, n=3000), {"bucket_hash": "hive", "buckets": 8}),
-    "h8o": (
-        FACT.format(keys=400, n=2000),
-        {"bucket_hash": "hive", "buckets": 8, "file_format": "orc", "sorted_by": "v"},
-    ),
-    "h4": (FACT.format(keys=200, n=2000), {"bucket_hash": "hive", "buckets": 4}),
-    "hks": (FACT.format(keys=250, n=2000), {"bucket_hash": "hive", "buckets": 8, "clustered_by": ["k", "s"]}),
-    "s8": (FACT.format(keys=350, n=3000), {"bucket_hash": "spark", "buckets": 8}),
-}
-PLAIN = FACT.format(keys=450, n=2500)
 
 
 @pytest.fixture(scope="module")
 def tables(spark, dbt_project):
-    for name, (sql, config) in TABLES.items():
-        dbt_project.write_model(name, sql, {"materialized": "bucketed_table", "clustered_by": "k", **config})
-    dbt_project.write_model("plain", PLAIN, {"materialized": "table", "file_format": "parquet"})
-    with extension_on(spark):
-        dbt_project.run()
-    return dbt_project.schema
+    return build_tables(spark, dbt_project)
 
 
 def exchanges(spark, sql: str) -> int:
@@ -60,20 +35,6 @@ def exchanges(spark, sql: str) -> int:
     finally:
         spark.conf.unset("spark.sql.adaptive.enabled")
     return sum(bool(re.match(r"^[\s:+-]*(\*\(\d+\) )?(Reused)?Exchange\b", line)) for line in plan.splitlines())
-
-
-def rows(spark, sql: str) -> list:
-    return sorted((tuple(r) for r in spark.sql(sql).collect()), key=repr)
-
-
-def reference_rows(spark, sql: str) -> list:
-    """The answer with the extension off and bucketing off: every side shuffled by Spark."""
-    spark.conf.set("spark.sql.sources.bucketing.enabled", "false")
-    try:
-        with extension_on(spark, False):
-            return rows(spark, sql)
-    finally:
-        spark.conf.unset("spark.sql.sources.bucketing.enabled")
 
 
 # (query, Exchanges with the extension on, Exchanges with it off). {t} is the schema.
@@ -119,6 +80,14 @@ CHECKER_EXTRA = {
         {},
     ),
     "lookup on a hive table": ("select * from {t}.h8b where k = 7", {}),
+    "keys a superset of the bucket columns": (
+        "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
+        {},
+    ),
+    "superset, require-all off": (
+        "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
+        {"spark.sql.requireAllClusterKeysForCoPartition": "false"},
+    ),
 }
 
 
@@ -236,49 +205,3 @@ def test_package_runs_and_tests_work_with_the_extension_on(spark, tables, dbt_pr
         count = spark.sql(f"select count(*) from {tables}.{name}_{strategy}").first()[0]
         # The second run's rows touch every partition: insert_overwrite replaces them, append adds, merge upserts.
         assert count == {"insert_overwrite": 200, "append": 400, "merge": 300}[strategy]
-
-
-def random_query(rng: random.Random, t: str) -> str:
-    """A query over two or three of the tables: joins of every kind on bucket
-    or other columns, filters on partitions and keys, aggregates, unions."""
-    names = [*TABLES, "plain"]
-    a, b, c = rng.sample(names, 3)
-    on = rng.choice(["x.k = y.k", "x.k = y.k", "x.k = y.k", "x.k = y.k and x.s = y.s", "x.v = y.v"])
-    kind = rng.choice(["join", "left join", "right join", "full join", "left semi join", "left anti join"])
-    where = rng.choice(
-        ["", "where x.k < 120", "where x.p = '1'", "where x.k in (3, 5, 7) or x.k is null", "where x.s <> 's3'"]
-    )
-
-    shape = rng.randrange(5)
-    if kind in ("left semi join", "left anti join"):
-        body = f"from {t}.{a} x {kind} {t}.{b} y on {on} {where}"
-        cols = "x.k, x.v"
-    else:
-        body = f"from {t}.{a} x {kind} {t}.{b} y on {on}"
-        if rng.random() < 0.4:
-            body += f" {rng.choice(['join', 'left join', 'full join'])} {t}.{c} z on y.k = z.k"
-        body += f" {where}"
-        cols = "x.k, y.k, x.v, y.v"
-    if shape == 0:  # every row, as a count and an order-free checksum
-        return f"select count(*), sum(hash({cols})) {body}"
-    if shape == 1:
-        return f"select x.k, count(*), sum(x.v) {body} group by x.k"
-    if shape == 2:
-        return f"select count(*), count(distinct x.k) {body}"
-    if shape == 3:
-        return (
-            f"select k, count(*), max(v) from (select k, v from {t}.{a} union all select k, v from {t}.{b}) u"
-            f" where k is not null group by k"
-        )
-    return f"select k, v, rank() over (partition by k order by v) from {t}.{a} where k < 60"
-
-
-def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
-    seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
-    print(f"SB_SEED={seed}")
-    rng = random.Random(seed)
-    for i in range(200):
-        sql = random_query(rng, tables)
-        with extension_on(spark):
-            got = rows(spark, sql)
-        assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"

@@ -72,5 +72,12 @@ def build_jar(out: Path | None = None, force: bool = False) -> Path:
 
 
 def spark_settings(jar: Path) -> dict[str, str]:
-    """What a session or a Thrift Server needs to load the extension."""
-    return {"spark.jars": str(jar), "spark.sql.extensions": EXTENSION_CLASS}
+    """What a session or a Thrift Server needs to load the extension. The
+    driver's class path too: spark.jars alone reaches the thread that builds
+    the session, but not a Thrift Server's query threads, which then fail with
+    NoClassDefFoundError; spark.jars ships the jar to the executors."""
+    return {
+        "spark.jars": str(jar),
+        "spark.driver.extraClassPath": str(jar),
+        "spark.sql.extensions": EXTENSION_CLASS,
+    }

@@ -1,7 +1,5 @@
 package sparkbucketing
 
-import scala.collection.mutable
-
 import org.apache.spark.sql.catalyst.expressions.{BitwiseAnd, Expression, HiveHash, Literal, Pmod}
 import org.apache.spark.sql.catalyst.plans.physical._
 
@@ -44,35 +42,28 @@ class HiveHashPartitioning(expressions: Seq[Expression], numPartitions: Int)
 }
 
 /** Two sides are co-partitioned when both are placed by Hive's hash into the
- *  same count by the same join key positions (HashShuffleSpec's rule for
- *  Spark's hash). Never compatible with Spark's HashShuffleSpec: the same
- *  count by another hash puts a key elsewhere. The other side of a join can
- *  be shuffled into this partitioning. */
+ *  same count by the same join key positions: the rules of Spark's own
+ *  HashShuffleSpec (key positions, spark.sql.requireAllClusterKeysForCoPartition),
+ *  asked of the Murmur3 twin of each side so that the two hashes follow one
+ *  rule book. Never compatible with Spark's HashShuffleSpec: the same count
+ *  by another hash puts a key elsewhere. The other side of a join can be
+ *  shuffled into this partitioning. */
 case class HiveHashShuffleSpec(partitioning: HiveHashPartitioning, distribution: ClusteredDistribution) extends ShuffleSpec {
 
-  /** For each partitioning expression, the positions of the clustering keys it equals. */
-  lazy val hashKeyPositions: Seq[mutable.BitSet] = {
-    val positions = mutable.Map.empty[Expression, mutable.BitSet]
-    distribution.clustering.zipWithIndex.foreach { case (e, i) =>
-      positions.getOrElseUpdate(e.canonicalized, mutable.BitSet.empty).add(i)
-    }
-    partitioning.expressions.map(e => positions.getOrElse(e.canonicalized, mutable.BitSet.empty))
-  }
+  private lazy val twin = HashShuffleSpec(HashPartitioning(partitioning.expressions, partitioning.numPartitions), distribution)
 
   override def numPartitions: Int = partitioning.numPartitions
 
   override def isCompatibleWith(other: ShuffleSpec): Boolean = other match {
-    case o: HiveHashShuffleSpec =>
-      numPartitions == o.numPartitions &&
-        distribution.clustering.length == o.distribution.clustering.length &&
-        hashKeyPositions.length == o.hashKeyPositions.length &&
-        hashKeyPositions.zip(o.hashKeyPositions).forall { case (a, b) => a.intersect(b).nonEmpty }
+    case o: HiveHashShuffleSpec => twin.isCompatibleWith(o.twin)
     case ShuffleSpecCollection(specs) => specs.exists(isCompatibleWith)
     case _ => false
   }
 
-  override def canCreatePartitioning: Boolean = true
+  override def canCreatePartitioning: Boolean = twin.canCreatePartitioning
 
-  override def createPartitioning(clustering: Seq[Expression]): Partitioning =
-    new HiveHashPartitioning(hashKeyPositions.map(p => clustering(p.head)), numPartitions)
+  override def createPartitioning(clustering: Seq[Expression]): Partitioning = twin.createPartitioning(clustering) match {
+    case h: HashPartitioning => new HiveHashPartitioning(h.expressions, h.numPartitions)
+    case other => other
+  }
 }

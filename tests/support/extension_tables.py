@@ -1,0 +1,51 @@
+"""The tables the extension tests read: Hive-hash tables this package built
+(Parquet, ORC, partitioned, 4 and 8 buckets, two bucket columns), a
+Spark-hash table and a plain one; and the answer of a query with bucketing
+and the extension off, every side shuffled by Spark."""
+
+from __future__ import annotations
+
+from tests.support.spark import extension_on
+
+ROWS = "range(0, {n}, 1, 5)"
+# Keys with NULLs and repeats; a string key; a day partition.
+FACT = (
+    "select case when id % 17 = 0 then null else cast(id % {keys} as int) end as k, concat('s', id % 7) as s,"
+    " cast(id % 3 as string) as p, id as v from range(0, {n}, 1, 5)"
+)
+TABLES = {
+    "h8": (FACT.format(keys=300, n=6000), {"bucket_hash": "hive", "buckets": 8, "partition_by": "p"}),
+    "h8b": (FACT.format(keys=500, n=3000), {"bucket_hash": "hive", "buckets": 8}),
+    "h8o": (
+        FACT.format(keys=400, n=2000),
+        {"bucket_hash": "hive", "buckets": 8, "file_format": "orc", "sorted_by": "v"},
+    ),
+    "h4": (FACT.format(keys=200, n=2000), {"bucket_hash": "hive", "buckets": 4}),
+    "hks": (FACT.format(keys=250, n=2000), {"bucket_hash": "hive", "buckets": 8, "clustered_by": ["k", "s"]}),
+    "s8": (FACT.format(keys=350, n=3000), {"bucket_hash": "spark", "buckets": 8}),
+}
+PLAIN = FACT.format(keys=450, n=2500)
+
+
+def build_tables(spark, dbt_project) -> str:
+    """Builds the tables (extension on) in the project's schema; returns the schema."""
+    for name, (sql, config) in TABLES.items():
+        dbt_project.write_model(name, sql, {"materialized": "bucketed_table", "clustered_by": "k", **config})
+    dbt_project.write_model("plain", PLAIN, {"materialized": "table", "file_format": "parquet"})
+    with extension_on(spark):
+        dbt_project.run()
+    return dbt_project.schema
+
+
+def rows(spark, sql: str) -> list:
+    return sorted((tuple(r) for r in spark.sql(sql).collect()), key=repr)
+
+
+def reference_rows(spark, sql: str) -> list:
+    """The answer with the extension off and bucketing off: every side shuffled by Spark."""
+    spark.conf.set("spark.sql.sources.bucketing.enabled", "false")
+    try:
+        with extension_on(spark, False):
+            return rows(spark, sql)
+    finally:
+        spark.conf.unset("spark.sql.sources.bucketing.enabled")

@@ -413,3 +413,27 @@ def test_partition_predicates_decide_which_specs_a_query_reads(corpus_catalog, l
     ev_sides = [s for f in findings for s in f.sides if s.relation == f"{S}.ev"]
     assert ev_sides and all(s.shuffle and reason in s.reasons for s in ev_sides)
     assert any("backfill" in text for f in findings for text in f.suggestions)
+
+
+def test_verify_plans_under_the_models_settings_and_skips_broadcasts(corpus):
+    """`--verify` plans under the settings the model runs with (`--conf`), put
+    back after; a join the plan broadcasts has no verdict to compare."""
+    client, catalog = corpus
+    superset = f"select * from {S}.a8 x join {S}.b8 y on x.k = y.k and x.g = y.g"
+    relaxed = {"spark.sql.requireAllClusterKeysForCoPartition": "false"}
+    before = client.query("SET spark.sql.requireAllClusterKeysForCoPartition")[0][1]
+    for conf, shuffled in (({}, [True, True]), (relaxed, [False, False])):
+        findings = analyze_sql(superset, catalog, EngineSettings("spark", conf))
+        (result,) = verify(client, superset, findings, conf)
+        assert result["matched"] and result["plan"] == shuffled, (conf, result)
+        assert client.query("SET spark.sql.requireAllClusterKeysForCoPartition")[0][1] == before
+    # Planned without the relaxed setting, the checker's "no shuffle" disagrees with the plan.
+    findings = analyze_sql(superset, catalog, EngineSettings("spark", relaxed))
+    (result,) = verify(client, superset, findings)
+    assert result["matched"] is False
+
+    # The plain side would be shuffled; broadcast by the hint, it is not.
+    hinted = f"select /*+ BROADCAST(y) */ * from {S}.a8 x join {S}.p y on x.k = y.k"
+    findings = analyze_sql(hinted, catalog, EngineSettings("spark", {}))
+    (result,) = verify(client, hinted, findings)
+    assert result == {"matched": None, "plan": "broadcast join"}

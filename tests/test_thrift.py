@@ -42,7 +42,7 @@ group by a.customer_id
 HIVE_JOIN_SQL = """
 select a.region, count(*) as n, sum(a.event_id - b.event_id) as d
 from {{ ref('events_hive') }} a
-join {{ ref('events_hive') }} b on a.customer_id = b.customer_id and a.region = b.region
+join {{ ref('events_hive') }} b on a.customer_id = b.customer_id
 group by a.region
 """
 
@@ -208,7 +208,7 @@ def test_check_verifies_through_the_thrift_dbt_target(server, thrift_project):
     with redirect_stdout(out):
         code = cli.main(
             ["check", "--project-dir", root, "--profiles-dir", root, "--select", "lookup_join"]
-            + ["--catalog", "live", "--verify", "--format", "json"]
+            + ["--catalog", "live", "--verify", "--format", "json", "--conf", f"{NO_BROADCAST}=-1"]
         )
     assert code == 0
     (model,) = json.loads(out.getvalue())["models"]
@@ -261,6 +261,7 @@ def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
     client = ThriftClient("127.0.0.1", server.port)
     try:
         client.query("SET spark.sql.adaptive.enabled=false")
+        client.query(f"SET {NO_BROADCAST}=-1")
         on_plan = client.query(f"EXPLAIN {join}")[0][0]
         on_rows = client.query(answer)
         client.query(f"SET {extension.SWITCH}=false")
@@ -273,15 +274,21 @@ def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
     assert off_plan.count("Exchange hashpartitioning") == 2, off_plan
     assert [tuple(r) for r in on_rows] == [tuple(r) for r in off_rows] and len(on_rows) == 3
 
-    root = str(thrift_project.root)
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = cli.main(
-            ["check", "--project-dir", root, "--profiles-dir", root, "--select", "hive_join", "--extension"]
-            + ["--catalog", "live", "--verify", "--format", "json"]
-        )
-    assert code == 0
-    (model,) = json.loads(out.getvalue())["models"]
+    def check(*conf: str) -> tuple[dict, dict]:
+        root = str(thrift_project.root)
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = cli.main(
+                ["check", "--project-dir", root, "--profiles-dir", root, "--select", "hive_join", "--extension"]
+                + ["--catalog", "live", "--verify", "--format", "json", *conf]
+            )
+        assert code == 0
+        (model,) = json.loads(out.getvalue())["models"]
+        (join_finding,) = [f for f in model["findings"] if f["kind"] == "join"]
+        return model, join_finding
+
+    # --verify plans under the --conf settings: broadcast off, the sort-merge join the checker models.
+    model, found = check("--conf", f"{NO_BROADCAST}=-1")
     assert all(f["verified"] is True for f in model["findings"]), model
-    (found,) = [f for f in model["findings"] if f["kind"] == "join"]
-    assert found["shuffle_free"] is True, found
+    assert found["shuffle_free"] is True and found["plan_shuffles"] == [False, False], found
+

@@ -160,7 +160,7 @@ def run_check(
             if verify_with is not None:
                 from spark_bucketing.checker.verify import verify
 
-                report.verification = verify(verify_with, code, report.findings)
+                report.verification = verify(verify_with, code, report.findings, settings.conf)
         reports.append(report)
     return Report(settings.engine, reports, time.perf_counter() - started)
 
@@ -175,8 +175,12 @@ def format_text(report: Report) -> str:
         lines.append(f"{m.unique_id} ({m.path})")
         for i, f in enumerate(m.findings):
             check = ""
-            if m.verification is not None and m.verification[i]["matched"] is not None:
-                check = "  [plan agrees]" if m.verification[i]["matched"] else "  [PLAN DISAGREES]"
+            if m.verification is not None:
+                matched, plan = m.verification[i]["matched"], m.verification[i]["plan"]
+                if matched is not None:
+                    check = "  [plan agrees]" if matched else "  [PLAN DISAGREES]"
+                elif isinstance(plan, str):
+                    check = f"  [plan: {plan}]"
             if f.kind == "lookup":
                 lookups["pruned" if f.buckets_read != f.buckets else "all"] += 1
                 lines += _lookup_lines(f, check)

@@ -291,4 +291,3 @@ def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
     model, found = check("--conf", f"{NO_BROADCAST}=-1")
     assert all(f["verified"] is True for f in model["findings"]), model
     assert found["shuffle_free"] is True and found["plan_shuffles"] == [False, False], found
-

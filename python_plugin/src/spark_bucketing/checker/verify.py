@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from spark_bucketing.checker.model import Finding
-from spark_bucketing.extension import SWITCH
 from spark_bucketing.checker.plan_text import Node, bracket_groups, key_names, parse_plan, scan_table, selected_buckets
+from spark_bucketing.extension import SWITCH
 
 JOINS = ("SortMergeJoin", "ShuffledHashJoin", "BroadcastHashJoin", "BroadcastNestedLoopJoin")
 AGGREGATES = ("HashAggregate", "SortAggregate", "ObjectHashAggregate")
@@ -114,7 +114,8 @@ def plan_settings(conf: dict[str, str]) -> dict[str, str]:
     """The settings a model runs with that can be put on a running session:
     SQL settings and the extension's switch. The extension itself (a static
     setting) is the server's; the switch says whether it is used."""
-    return {k: v for k, v in conf.items() if (k.startswith("spark.sql.") and k != "spark.sql.extensions") or k == SWITCH}
+    settable = [k for k in conf if (k.startswith("spark.sql.") and k != "spark.sql.extensions") or k == SWITCH]
+    return {k: conf[k] for k in settable}
 
 
 def verify(client, sql: str, findings: list[Finding], conf: dict[str, str] | None = None) -> list[dict]:

@@ -9,8 +9,9 @@ from collections import Counter
 import pytest
 
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
+from spark_bucketing.checker.engines import SESSION_KEYS
 from spark_bucketing.checker.relations import relation_from_live
-from spark_bucketing.checker.verify import explain, scans, session_conf, verify
+from spark_bucketing.checker.verify import explain, scans, session_conf, session_values, verify
 from spark_bucketing.connection import DbtTargetClient
 from spark_bucketing.metadata import SparkClient
 from tests.support.dbt_project import DbtProject
@@ -49,6 +50,17 @@ CORPUS = [
     ("8 vs 16 coalesced", COALESCE, "select * from {S}.a8 a join {S}.c16 c on a.k = c.k"),
     ("8 vs 4 coalesced", COALESCE, "select * from {S}.a8 a join {S}.d4 d on a.k = d.k"),
     ("2 vs 16 ratio too big", COALESCE, "select * from {S}.e2 e join {S}.c16 c on e.k = c.k"),
+    # Coalescing shrinks two scans, never a join's output: b8 keeps its 8, the 4 of a8 and d4 are shuffled to it.
+    (
+        "coalesced join joined again",
+        COALESCE,
+        "select * from {S}.a8 a join {S}.d4 d on a.k = d.k join {S}.b8 b on a.k = b.k",
+    ),
+    (
+        "aggregate vs coalescable scan",
+        COALESCE,
+        "select * from (select k, count(*) n from {S}.a8 group by k) a join {S}.d4 d on a.k = d.k",
+    ),
     # keys equal / superset / subset / reordered
     ("ON order reversed", {}, "select * from {S}.a8 a join {S}.b8 b on b.k = a.k"),
     ("superset of bucket keys", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k and a.g = b.g"),
@@ -293,8 +305,8 @@ def check_query(client, catalog: Catalog, conf: dict, sql: str) -> None:
     gives `client` under `conf`."""
     sql = sql.format(S=S)
     conf = {"spark.sql.ansi.enabled": "false", **conf}
-    (shuffle_partitions,) = [v for _, v in client.query("SET spark.sql.shuffle.partitions")]
-    settings = EngineSettings("spark", {"spark.sql.shuffle.partitions": shuffle_partitions, **conf})
+    # As `check` models a connected session: what `conf` leaves unsaid, the session says.
+    settings = EngineSettings("spark", conf).under(session_values(client, SESSION_KEYS))
     findings = analyze_sql(sql, catalog, settings)
     assert findings, "the checker found nothing to judge"
     assert not any(f.unknown for f in findings), [f.to_json() for f in findings]

@@ -26,14 +26,18 @@ def tables(spark, dbt_project):
     return build_tables(spark, dbt_project)
 
 
-def exchanges(spark, sql: str) -> int:
-    """Exchange nodes (a reused one counts) in the plan Spark runs; adaptive
-    execution off, so the plan is final before it runs."""
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
+def exchanges(spark, sql: str, adaptive: bool = False, **conf: str) -> int:
+    """Exchange nodes (a reused one counts) in the plan Spark runs: adaptive
+    execution off, so the plan is final before it runs, or on, the plan it
+    starts from (before any stage runs)."""
+    settings = {"spark.sql.adaptive.enabled": str(adaptive).lower(), **conf}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
     finally:
-        spark.conf.unset("spark.sql.adaptive.enabled")
+        for key in settings:
+            spark.conf.unset(key)
     return sum(bool(re.match(r"^[\s:+-]*(\*\(\d+\) )?(Reused)?Exchange\b", line)) for line in plan.splitlines())
 
 
@@ -65,6 +69,52 @@ def test_plans_with_the_extension_on_and_off(spark, tables, case):
         got = rows(spark, sql)
     with extension_on(spark, False):
         assert exchanges(spark, sql) == off
+    assert got == reference_rows(spark, sql)
+
+
+RATIO = "spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio"
+# Bucket counts with a common divisor g: with adaptive execution (Spark's
+# default) the extension reads both sides in g tasks. (query, settings,
+# Exchanges on, Exchanges off), adaptive execution on unless the settings say.
+COALESCED = {
+    "hive 8 and hive 4": ("select a.v, b.v from {t}.h8 a join {t}.h4 b on a.k = b.k", {}, 0, 2),
+    "hive 6 and hive 8: gcd 2": ("select a.v, b.v from {t}.h6 a join {t}.h8b b on a.k = b.k", {}, 0, 2),
+    "spark 8 and spark 4": ("select a.v, b.v from {t}.s8 a join {t}.s4 b on a.k = b.k", {}, 0, 1),
+    "three-way: hive 8, 4 and 8": (
+        "select a.v, c.v from {t}.h8 a join {t}.h4 b on a.k = b.k join {t}.h8b c on b.k = c.k",
+        {},
+        1,
+        3,
+    ),
+    # A full join's output is placed by neither side's keys: the third table's join shuffles it.
+    "three-way outer: hive 6, 8 and 4": (
+        "select a.v, c.v from {t}.h6 a full join {t}.h8b b on a.k = b.k left join {t}.h4 c on a.k = c.k",
+        {},
+        1,
+        4,
+    ),
+    "hive 8 and spark 4: the hashes differ": ("select a.v, b.v from {t}.h8 a join {t}.s4 b on a.k = b.k", {}, 1, 1),
+    "ratio past the limit": ("select a.v, b.v from {t}.h8 a join {t}.h4 b on a.k = b.k", {RATIO: "1"}, 1, 2),
+    "adaptive execution off": (
+        "select a.v, b.v from {t}.h8 a join {t}.h4 b on a.k = b.k",
+        {"spark.sql.adaptive.enabled": "false"},
+        1,
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(COALESCED))
+def test_bucket_counts_with_a_common_divisor(spark, tables, case):
+    template, conf, on, off = COALESCED[case]
+    sql = template.format(t=tables)
+    conf = {"adaptive": conf.get("spark.sql.adaptive.enabled", "true") == "true", **conf}
+    conf.pop("spark.sql.adaptive.enabled", None)
+    with extension_on(spark):
+        assert exchanges(spark, sql, **conf) == on
+        got = rows(spark, sql)
+    with extension_on(spark, False):
+        assert exchanges(spark, sql, **conf) == off
     assert got == reference_rows(spark, sql)
 
 
@@ -104,7 +154,11 @@ def test_the_checker_models_the_extension(spark, tables, on):
     conf["spark.sql.extensions"] = EXTENSION_CLASS
     if not on:
         conf[SWITCH] = "false"
-    cases = {**{k: (q, {}) for k, (q, _, _) in PLANS.items()}, **CHECKER_EXTRA}
+    cases = {
+        **{k: (q, {}) for k, (q, _, _) in PLANS.items()},
+        **{k: (q, c) for k, (q, c, _, _) in COALESCED.items()},
+        **CHECKER_EXTRA,
+    }
     judged = 0
     with extension_on(spark, on):
         for case, (template, extra) in cases.items():

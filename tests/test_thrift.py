@@ -247,8 +247,9 @@ def test_the_checker_corpus_agrees_with_the_plans_of_the_thrift_server(server, d
 def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
     """The extension on the Thrift Server (its executors on the cluster): a
     Hive-hash self-join on the bucket column plans no Exchange, and answers as
-    the plan with the extension and bucketing off; the checker's --extension
-    model says so too, verified against the server's plan."""
+    the plan with the extension and bucketing off; the checker's model says
+    so too (--extension, or read from the server's session), verified
+    against the server's plan."""
     import io
     import json
     from contextlib import redirect_stdout
@@ -279,7 +280,7 @@ def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
         out = io.StringIO()
         with redirect_stdout(out):
             code = cli.main(
-                ["check", "--project-dir", root, "--profiles-dir", root, "--select", "hive_join", "--extension"]
+                ["check", "--project-dir", root, "--profiles-dir", root, "--select", "hive_join"]
                 + ["--catalog", "live", "--verify", "--format", "json", *conf]
             )
         assert code == 0
@@ -288,6 +289,13 @@ def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
         return model, join_finding
 
     # --verify plans under the --conf settings: broadcast off, the sort-merge join the checker models.
-    model, found = check("--conf", f"{NO_BROADCAST}=-1")
+    model, found = check("--extension", "--conf", f"{NO_BROADCAST}=-1")
     assert all(f["verified"] is True for f in model["findings"]), model
     assert found["shuffle_free"] is True and found["plan_shuffles"] == [False, False], found
+    # Unsaid, the extension is read from the server's session; said off, it is modelled off and plans off.
+    model, found = check("--conf", f"{NO_BROADCAST}=-1")
+    assert all(f["verified"] is True for f in model["findings"]), model
+    assert found["shuffle_free"] is True, found
+    model, found = check("--conf", f"{NO_BROADCAST}=-1", "--conf", f"{extension.SWITCH}=false")
+    assert all(f["verified"] is True for f in model["findings"]), model
+    assert found["shuffle_free"] is False and found["plan_shuffles"] == [True, True], found

@@ -1,6 +1,6 @@
 """The tables the extension tests read: Hive-hash tables this package built
-(Parquet, ORC, partitioned, 4 and 8 buckets, two bucket columns), a
-Spark-hash table and a plain one; and the answer of a query with bucketing
+(Parquet, ORC, partitioned, 4, 6 and 8 buckets, two bucket columns),
+Spark-hash tables (4 and 8 buckets) and a plain one; and the answer of a query with bucketing
 and the extension off, every side shuffled by Spark."""
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ TABLES = {
     ),
     "h4": (FACT.format(keys=200, n=2000), {"bucket_hash": "hive", "buckets": 4}),
     "hks": (FACT.format(keys=250, n=2000), {"bucket_hash": "hive", "buckets": 8, "clustered_by": ["k", "s"]}),
+    "h6": (FACT.format(keys=220, n=1800), {"bucket_hash": "hive", "buckets": 6}),
     "s8": (FACT.format(keys=350, n=3000), {"bucket_hash": "spark", "buckets": 8}),
+    "s4": (FACT.format(keys=150, n=1500), {"bucket_hash": "spark", "buckets": 4}),
 }
 PLAIN = FACT.format(keys=450, n=2500)
 

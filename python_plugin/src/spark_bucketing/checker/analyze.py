@@ -75,6 +75,7 @@ class Analyzer:
                 spec,
                 scan_order(info, spec, read, alias),
                 spec.hash,
+                scan=True,
             )
         return Output(info.name, part, types, base, {}, reasons, ok)
 
@@ -158,14 +159,17 @@ class Analyzer:
             unknown = unknown or unk
 
         group = select.args.get("group")
+        windows = [w for w in select.find_all(exp.Window) if _in_block(w, select)]
+        if part is not None and (group is not None or select.args.get("distinct") or windows):
+            part = replace(part, scan=False)
         if group is not None and group.expressions:
             part = self.judge_grouping("aggregate", group, group.expressions, part, sources, select)
         elif select.args.get("distinct"):
             part = self.judge_grouping(
                 "distinct", select, [p.unalias() for p in select.expressions], part, sources, select
             )
-        for window in select.find_all(exp.Window):
-            if window.args.get("partition_by") and _in_block(window, select):
+        for window in windows:
+            if window.args.get("partition_by"):
                 part = self.judge_grouping(
                     "window", window, window.args["partition_by"], part, sources, select, changes_partitioning=False
                 )
@@ -347,11 +351,11 @@ class Analyzer:
         placed_by = "spark"
         if lpos is not None and rpos is not None:
             same_hash = left_part.hash == right_part.hash
-            both_bucketed = left_part.bucketed and right_part.bucketed
-            counts_ok = E.counts_compatible(left_part.num, right_part.num, both_bucketed, left_part.hash, self.settings)
-            if lpos == rpos and same_hash and counts_ok:
+            both_scans = left_part.scan and right_part.scan
+            joined = E.joined_count(left_part.num, right_part.num, both_scans, left_part.hash, self.settings)
+            if lpos == rpos and same_hash and joined is not None:
                 l_shuffle = r_shuffle = False
-                num = min(left_part.num, right_part.num)
+                num = joined
                 placed_by = left_part.hash
             else:
                 # Spark keeps the side with more partitions (the left one on a tie).

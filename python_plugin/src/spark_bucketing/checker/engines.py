@@ -5,6 +5,7 @@ checked against Spark's physical plans by tests/test_checker_corpus.py."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
@@ -41,10 +42,30 @@ PARSE_ERROR = "PARSE_ERROR"
 BROADCAST_POSSIBLE = "BROADCAST_NOT_MODELLED"
 
 
+# The settings the Spark model reads that a session can tell (`SET key`).
+# Not spark.sql.ansi.enabled: dbt-spark sets it false on each of its
+# connections, whatever the session the checker plans on says.
+SESSION_KEYS = (
+    "spark.sql.extensions",
+    SWITCH,
+    "spark.sql.sources.bucketing.enabled",
+    "spark.sql.adaptive.enabled",
+    "spark.sql.bucketing.coalesceBucketsInJoin.enabled",
+    "spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio",
+    "spark.sql.requireAllClusterKeysForCoPartition",
+    "spark.sql.legacy.bucketedTableScan.outputOrdering",
+    "spark.sql.shuffle.partitions",
+)
+
+
 @dataclass
 class EngineSettings:
     engine: str = "spark"
     conf: dict[str, str] = field(default_factory=dict)
+
+    def under(self, session: dict[str, str]) -> EngineSettings:
+        """These settings over a session's: what is stated wins."""
+        return EngineSettings(self.engine, {**session, **self.conf})
 
     def _get(self, key: str, default: str) -> str:
         return str(self.conf.get(key, default)).strip().lower()
@@ -67,6 +88,10 @@ class EngineSettings:
     def ansi(self) -> bool:
         # dbt-spark sets spark.sql.ansi.enabled=false on every connection, whatever the profile says.
         return self._get("spark.sql.ansi.enabled", "false") == "true"
+
+    @property
+    def adaptive(self) -> bool:
+        return self._get("spark.sql.adaptive.enabled", "true") == "true"
 
     @property
     def coalesce_enabled(self) -> bool:
@@ -118,14 +143,22 @@ def power_of_two_multiple(a: int, b: int) -> bool:
     return r & (r - 1) == 0
 
 
-def counts_compatible(a: int, b: int, both_bucketed: bool, hash_family: str, settings: EngineSettings) -> bool:
-    """Can two co-partitioned sides with `a` and `b` partitions join without a shuffle?"""
+def joined_count(a: int, b: int, both_scans: bool, hash_family: str, settings: EngineSettings) -> int | None:
+    """The partition count in which two co-partitioned sides with `a` and `b`
+    partitions join without a shuffle, or None when one side is shuffled.
+    Counts differ without a shuffle only between two bucketed scans."""
     if a == b:
-        return True
-    if not both_bucketed or (settings.engine == "spark" and hash_family != "spark"):
-        # Spark coalesces buckets of its own scans only; the extension's Hive-hash scans need equal counts.
-        return False
+        return a
+    if not both_scans:
+        return None
     if settings.engine == "trino":
-        return power_of_two_multiple(a, b)
+        return min(a, b) if power_of_two_multiple(a, b) else None
+    ratio = settings.max_bucket_ratio
+    if settings.extension and settings.adaptive:
+        # The extension reads both scans in gcd(a, b) tasks, either hash family (CoalesceBucketsInJoins).
+        g = math.gcd(a, b)
+        return g if g > 1 and a // g <= ratio and b // g <= ratio else None
     hi, lo = max(a, b), min(a, b)
-    return settings.coalesce_enabled and hi % lo == 0 and hi // lo <= settings.max_bucket_ratio
+    # Spark's CoalesceBucketsInJoin: its own scans only, one count a multiple of the other.
+    ok = hash_family == "spark" and settings.coalesce_enabled and hi % lo == 0 and hi // lo <= ratio
+    return lo if ok else None

@@ -91,6 +91,10 @@ class Part:
     # "hive" for a Hive-hash scan the extension reads bucketed, and for a side
     # shuffled to match one.
     hash: str = "spark"
+    # Read straight from a bucketed scan, through filters and projections
+    # only: the partitioning bucket coalescing (Spark's, the extension's) can
+    # shrink. A join's, aggregate's or window's output is not.
+    scan: bool = False
 
 
 @dataclass

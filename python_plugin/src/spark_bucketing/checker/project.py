@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from spark_bucketing.checker.analyze import analyze_sql
-from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.engines import SESSION_KEYS, EngineSettings
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.relations import Catalog, catalog_from_manifest, normalize_name, relation_from_live
 
@@ -129,6 +129,12 @@ def run_check(
 ) -> Report:
     select = select or []
     settings = settings or EngineSettings()
+    stated = settings.conf
+    if client is not None and settings.engine == "spark":
+        # Model the warehouse as it is: what --conf leaves unsaid, the session says (its extension among it).
+        from spark_bucketing.checker.verify import session_values
+
+        settings = settings.under(session_values(client, SESSION_KEYS))
     if compile:
         compile_project(project_dir, profiles_dir, select, target)
     manifest_path = project_dir / target_dir / "manifest.json"
@@ -160,7 +166,7 @@ def run_check(
             if verify_with is not None:
                 from spark_bucketing.checker.verify import verify
 
-                report.verification = verify(verify_with, code, report.findings, settings.conf)
+                report.verification = verify(verify_with, code, report.findings, stated)
         reports.append(report)
     return Report(settings.engine, reports, time.perf_counter() - started)
 

@@ -38,13 +38,7 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 "bucketed table",
                 E.AGGREGATE: "an aggregation on other columns loses bucketing: group by the bucket columns, or "
                 "bucket the aggregated model",
-                E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count"
-                + (
-                    ""
-                    if settings.coalesce_enabled
-                    else ", or set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true (ratio <= "
-                    f"{settings.max_bucket_ratio})"
-                ),
+                E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count" + _coalescing_hint(settings),
                 E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
                 E.MIXED_PARTITION_SPECS: f"the partitions of {rel} this query reads were written with different "
                 "bucket specs: backfill them with one spec, or filter to partitions that share one",
@@ -65,3 +59,17 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
             "spark.sql.legacy.bucketedTableScan.outputOrdering=true and the sort-merge join skips its Sort"
         )
     return out
+
+
+def _coalescing_hint(settings: EngineSettings) -> str:
+    ratio = settings.max_bucket_ratio
+    if settings.extension:
+        if not settings.adaptive:
+            return ", or turn spark.sql.adaptive.enabled back on: the extension then joins counts with a common divisor"
+        return (
+            f", or counts with a common divisor g each at most {ratio} times g "
+            "(spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio): the extension reads both in g tasks"
+        )
+    if settings.coalesce_enabled:
+        return ""
+    return f", or set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true (ratio <= {ratio})"

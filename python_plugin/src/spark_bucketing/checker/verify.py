@@ -85,15 +85,23 @@ def scans(root: Node) -> list[tuple[str, tuple[int, int] | None]]:
     return [(t, selected_buckets(n)) for n in root.walk() if (t := scan_table(n))]
 
 
+def session_values(client, keys) -> dict[str, str]:
+    """The connection's session's values of `keys` that are set."""
+    values = {}
+    for key in keys:
+        rows = client.query(f"SET {key}")
+        value = rows[0][1] if rows else None
+        if value not in (None, "<undefined>"):
+            values[key] = value
+    return values
+
+
 @contextmanager
 def session_conf(client, conf: dict[str, str]):
     """Settings on the connection's session for a block, put back after.
     Over Thrift and in dbt's connection they belong to that session only."""
-    previous = {}
-    for key in conf:
-        rows = client.query(f"SET {key}")
-        value = rows[0][1] if rows else None
-        previous[key] = None if value in (None, "<undefined>") else value
+    current = session_values(client, conf)
+    previous = {key: current.get(key) for key in conf}
     try:
         for key, value in conf.items():
             client.query(f"SET {key}={value}")
@@ -104,9 +112,10 @@ def session_conf(client, conf: dict[str, str]):
 
 
 def explain(client, sql: str, conf: dict[str, str]) -> Node:
-    """The static physical plan under `conf`, adaptive execution off (it
-    leaves bucketed joins alone)."""
-    with session_conf(client, {"spark.sql.adaptive.enabled": "false", **conf}):
+    """The physical plan under `conf`: with adaptive execution on, the plan
+    it starts from (Exchanges placed, the extension's coalesced bucket reads
+    among them), which later re-planning changes only as the data's sizes decide (a broadcast)."""
+    with session_conf(client, conf):
         return parse_plan(client.query(f"EXPLAIN {sql}")[0][0])
 
 

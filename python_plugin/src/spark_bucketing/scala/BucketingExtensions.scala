@@ -13,6 +13,7 @@ import org.apache.spark.sql.execution.datasources.{FileSourceStrategy, HadoopFsR
 class BucketingExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectPlannerStrategy(session => HiveHashBucketedScans(session))
+    extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
   }
 }
 
@@ -20,6 +21,8 @@ object BucketingExtensions {
   val Enabled = "spark_bucketing.extension.enabled"
   /** The property this package's materializations give every table they build. */
   val Marker = "spark_bucketing.format_version"
+
+  def enabled(session: SparkSession): Boolean = session.conf.get(Enabled, "true").toBoolean
 }
 
 /** Plans the scan of a Hive-hash bucketed table this package wrote as a
@@ -32,7 +35,7 @@ case class HiveHashBucketedScans(session: SparkSession) extends SparkStrategy {
 
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case ScanOperation(_, _, _, relation @ LogicalRelation(fs: HadoopFsRelation, _, Some(table), false, _))
-        if enabled && hiveHashBucketed(fs, table) =>
+        if BucketingExtensions.enabled(session) && hiveHashBucketed(fs, table) =>
       val withSpec = plan.transformDown {
         case l: LogicalRelation if l eq relation => l.copy(relation = fs.copy(bucketSpec = table.bucketSpec)(fs.sparkSession))
       }
@@ -46,8 +49,6 @@ case class HiveHashBucketedScans(session: SparkSession) extends SparkStrategy {
       })
     case _ => Nil
   }
-
-  private def enabled: Boolean = session.conf.get(BucketingExtensions.Enabled, "true").toBoolean
 
   /** A Hive table this package wrote, bucketed with Hive hash v1 (the hash
    *  Spark writes), read through Spark's file source (convertMetastoreParquet

@@ -1,7 +1,8 @@
 """The session extension at work: one join + aggregation of two Hive-hash
 tables on their bucket column, with the extension on and off, side by side
 with the same query over two Spark-hash tables (what stock Spark reads
-bucketed).
+bucketed), and the extension joining a Hive-hash table of half the bucket
+count (read in that many tasks, no shuffle).
 
 The tables: 8,000,000 and 4,000,000 rows, 16 buckets on `k` (2,000,000 keys),
 Parquet, built once by the package (untimed). Each side is a `table` model
@@ -28,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_scale import Counted, best_alternating, project_with_events, same_rows  # noqa: E402
+from bench_scale import Counted, best_alternating, event_log_files, project_with_events, same_rows  # noqa: E402
 
 from spark_bucketing import extension  # noqa: E402
 
@@ -42,10 +43,12 @@ from {{{{ ref('{a}') }}}} a join {{{{ ref('{b}') }}}} b on a.k = b.k
 group by a.k
 """
 OFF = "SET " + extension.SWITCH + "=false"
+# side: (model, family of both tables, the second table's bucket count as a fraction, hooks)
 SIDES = {
-    "Hive hash, extension on": ("join_hive_on", "hive", {}),
-    "Hive hash, extension off": ("join_hive_off", "hive", {"pre_hook": OFF}),
-    "Spark hash (stock Spark)": ("join_spark", "spark", {}),
+    "Hive hash, extension on": ("join_hive_on", "hive", 1, {}),
+    "Hive hash, extension off": ("join_hive_off", "hive", 1, {"pre_hook": OFF}),
+    "Spark hash (stock Spark)": ("join_spark", "spark", 1, {}),
+    "Hive hash N x N/2, ext. on": ("join_hive_halved", "hive", 2, {}),
 }
 EXCHANGE_LINE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?Exchange\b", re.M)
 
@@ -63,19 +66,26 @@ def main() -> int:
     )
     project = counted.project
     keys = args.rows // 4
-    for family in ("hive", "spark"):
-        for name, rows, seed in (("big", args.rows, 1), ("half", args.rows // 2, 2)):
-            project.write_model(
-                f"{name}_{family}",
-                TABLE.format(rows=rows, keys=keys, seed=seed),
-                {"materialized": "bucketed_table", "clustered_by": "k", "buckets": args.buckets, "bucket_hash": family},
-            )
-    for model, family, hooks in SIDES.values():
+    # name: (family, rows, seed, buckets); halfb_hive holds half_hive's rows in half the buckets.
+    tables = {
+        f"{name}_{family}": (family, rows, seed, args.buckets)
+        for family in ("hive", "spark")
+        for name, rows, seed in (("big", args.rows, 1), ("half", args.rows // 2, 2))
+    }
+    tables["halfb_hive"] = ("hive", args.rows // 2, 2, args.buckets // 2)
+    for name, (family, rows, seed, buckets) in tables.items():
         project.write_model(
-            model, JOIN.format(a=f"big_{family}", b=f"half_{family}"), {"materialized": "table", **hooks}
+            name,
+            TABLE.format(rows=rows, keys=keys, seed=seed),
+            {"materialized": "bucketed_table", "clustered_by": "k", "buckets": buckets, "bucket_hash": family},
         )
-    project.dbt("run", "--select", "big_*", "half_*")
-    best = best_alternating({side: runner(counted, model) for side, (model, _, _) in SIDES.items()})
+    for model, family, fewer, hooks in SIDES.values():
+        other = "half" if fewer == 1 else "halfb"
+        project.write_model(
+            model, JOIN.format(a=f"big_{family}", b=f"{other}_{family}"), {"materialized": "table", **hooks}
+        )
+    project.dbt("run", "--select", *tables)
+    best = best_alternating({side: runner(counted, model) for side, (model, *_) in SIDES.items()})
     stock = best["Spark hash (stock Spark)"]["s"]
     print(
         f"\nJoin + aggregation on the bucket column: {args.rows:,} x {args.rows // 2:,} rows,"
@@ -87,7 +97,7 @@ def main() -> int:
             f"{side:<28} {r['s']:>7.1f} {r['s'] / stock:>13.2f}x {r['exchanges']:>10}"
             f" {r['statements']:>6} {r['jobs']:>5}"
         )
-    same_rows(project, [model for model, _, _ in SIDES.values()], "k, n, s")
+    same_rows(project, [model for model, *_ in SIDES.values()], "k, n, s")
     return 0
 
 
@@ -104,9 +114,9 @@ def runner(counted: Counted, model: str):
 def join_exchanges(event_logs: set[Path]) -> int:
     """Exchanges in the plan of the run's statement that joins (the widest one)."""
     most = 0
-    for log in event_logs:
+    for log in event_log_files(event_logs):
         for line in log.read_text(errors="replace").splitlines():
-            if '"SparkListenerSQLExecutionStart"' not in line:
+            if 'SparkListenerSQLExecutionStart"' not in line:
                 continue
             plan = json.loads(line).get("physicalPlanDescription", "")
             tree = plan.split("== Physical Plan ==", 1)[-1].split("\n\n", 1)[0]

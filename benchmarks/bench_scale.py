@@ -66,10 +66,14 @@ class Counted:
         seconds = self.project.dbt("run", *args)
         statements = log.read_text(errors="replace").count("SQL status:") - before_log
         jobs = 0
-        for entry in set(self.events.iterdir()) - before_events:
-            for f in [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()]:
-                jobs += f.read_text(errors="replace").count('"Event":"SparkListenerJobStart"')
+        for f in event_log_files(set(self.events.iterdir()) - before_events):
+            jobs += f.read_text(errors="replace").count('"Event":"SparkListenerJobStart"')
         return {"s": seconds, "statements": statements, "jobs": jobs}
+
+
+def event_log_files(entries: set[Path]) -> list[Path]:
+    """The files of event logs: Spark 4 writes a log as one file, or rolled into a folder."""
+    return [f for e in entries for f in ([e] if e.is_file() else sorted(p for p in e.rglob("*") if p.is_file()))]
 
 
 def _runner(counted: Counted, *args: str):

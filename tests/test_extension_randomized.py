@@ -1,7 +1,7 @@
 """The session extension against plans without it: 200 random queries over
-Hive-hash, Spark-hash and plain tables (two- and three-table joins of every
-kind, aggregates, windows, unions, filters on partitions, keys and NULLs),
-each answering as the plan with bucketing and the extension off.
+Hive-hash, Spark-hash, evolving and plain tables (two- and three-table joins
+of every kind, aggregates, windows, unions, filters on partitions, keys and
+NULLs), each answering as the plan with bucketing and the extension off.
 
 Replay a failure with SB_SEED=<seed printed> pytest tests/test_extension_randomized.py
 """
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import random
+import re
 
 import pytest
 
-from tests.support.extension_tables import TABLES, build_tables, reference_rows, rows
+from tests.support.extension_tables import EVOLVING, TABLES, build_tables, reference_rows, rows
 from tests.support.spark import extension_on
 
 
@@ -22,25 +23,45 @@ def tables(spark, dbt_project):
     return build_tables(spark, dbt_project)
 
 
+EVOLVING_SCAN = re.compile(r"FileScan \w+ [\w.]*\.(?:" + "|".join(EVOLVING) + r")\[.*SelectedBucketsCount")
+
+
+def source(t: str, name: str, alias: str) -> str:
+    """A table as a FROM item with the columns k, s, v, p: an evolving table's
+    (k, payload, id, day) renamed in a projection, which keeps its bucketing."""
+    if name in EVOLVING:
+        return f"(select k, payload as s, id as v, cast(day as string) as p from {t}.{name}) {alias}"
+    return f"{t}.{name} {alias}"
+
+
 def random_query(rng: random.Random, t: str) -> str:
     """A query over two or three of the tables: joins of every kind on bucket
     or other columns, filters on partitions and keys, aggregates, unions."""
-    names = [*TABLES, "plain"]
+    names = [*TABLES, *EVOLVING, "plain"]
     a, b, c = rng.sample(names, 3)
     on = rng.choice(["x.k = y.k", "x.k = y.k", "x.k = y.k", "x.k = y.k and x.s = y.s", "x.v = y.v"])
     kind = rng.choice(["join", "left join", "right join", "full join", "left semi join", "left anti join"])
     where = rng.choice(
-        ["", "where x.k < 120", "where x.p = '1'", "where x.k in (3, 5, 7) or x.k is null", "where x.s <> 's3'"]
+        [
+            "",
+            "where x.k < 120",
+            "where x.p = '1'",
+            "where x.k in (3, 5, 7) or x.k is null",
+            "where x.s <> 's3'",
+            # The evolving tables' days on one spec (8 buckets), and the day on the other (16).
+            "where x.p <= '2024-01-02'",
+            "where x.p = '2024-01-03'",
+        ]
     )
 
     shape = rng.randrange(5)
     if kind in ("left semi join", "left anti join"):
-        body = f"from {t}.{a} x {kind} {t}.{b} y on {on} {where}"
+        body = f"from {source(t, a, 'x')} {kind} {source(t, b, 'y')} on {on} {where}"
         cols = "x.k, x.v"
     else:
-        body = f"from {t}.{a} x {kind} {t}.{b} y on {on}"
+        body = f"from {source(t, a, 'x')} {kind} {source(t, b, 'y')} on {on}"
         if rng.random() < 0.4:
-            body += f" {rng.choice(['join', 'left join', 'full join'])} {t}.{c} z on y.k = z.k"
+            body += f" {rng.choice(['join', 'left join', 'full join'])} {source(t, c, 'z')} on y.k = z.k"
         body += f" {where}"
         cols = "x.k, y.k, x.v, y.v"
     if shape == 0:  # every row, as a count and an order-free checksum
@@ -51,18 +72,24 @@ def random_query(rng: random.Random, t: str) -> str:
         return f"select count(*), count(distinct x.k) {body}"
     if shape == 3:
         return (
-            f"select k, count(*), max(v) from (select k, v from {t}.{a} union all select k, v from {t}.{b}) u"
-            f" where k is not null group by k"
+            f"select k, count(*), max(v) from (select k, v from {source(t, a, 'u1')}"
+            f" union all select k, v from {source(t, b, 'u2')}) u where k is not null group by k"
         )
-    return f"select k, v, rank() over (partition by k order by v) from {t}.{a} where k < 60"
+    return f"select k, v, rank() over (partition by k order by v) from {source(t, a, 'w')} where k < 60"
 
 
 def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
     seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
     print(f"SB_SEED={seed}")
     rng = random.Random(seed)
+    evolving_bucketed = 0
     for i in range(200):
         sql = random_query(rng, tables)
         with extension_on(spark):
+            plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
             got = rows(spark, sql)
+        evolving_bucketed += bool(EVOLVING_SCAN.search(plan))
         assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"
+    print(f"{evolving_bucketed} of 200 queries read an evolving table bucketed")
+    # The draw reads an evolving table bucketed (its selected days on one spec) in about one query in ten.
+    assert evolving_bucketed >= 5, f"SB_SEED={seed}: {evolving_bucketed} queries read an evolving table bucketed"

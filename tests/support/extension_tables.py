@@ -1,10 +1,12 @@
 """The tables the extension tests read: Hive-hash tables this package built
 (Parquet, ORC, partitioned, 4, 6 and 8 buckets, two bucket columns),
-Spark-hash tables (4 and 8 buckets) and a plain one; and the answer of a query with bucketing
-and the extension off, every side shuffled by Spark."""
+Spark-hash tables (4 and 8 buckets), evolving tables of both hash families
+and a plain one; and the answer of a query with bucketing and the extension
+off, every side shuffled by Spark."""
 
 from __future__ import annotations
 
+from tests.support.incremental import run_model
 from tests.support.spark import extension_on
 
 ROWS = "range(0, {n}, 1, 5)"
@@ -27,6 +29,11 @@ TABLES = {
     "s4": (FACT.format(keys=150, n=1500), {"bucket_hash": "spark", "buckets": 4}),
 }
 PLAIN = FACT.format(keys=450, n=2500)
+# Evolving tables (tests/support/incremental.py's model: k int, payload, id,
+# day): days 2024-01-01 and -02 written with 8 buckets on k, then -03 with 16,
+# so the catalog declares them unbucketed. Name -> hash family.
+EVOLVING = {"evh": "hive", "evs": "spark"}
+EVOLVING_RUNS = ({"days": [0, 1], "buckets": 8}, {"days": [2], "buckets": 16, "on_change": "evolve"})
 
 
 def build_tables(spark, dbt_project) -> str:
@@ -36,6 +43,9 @@ def build_tables(spark, dbt_project) -> str:
     dbt_project.write_model("plain", PLAIN, {"materialized": "table", "file_format": "parquet"})
     with extension_on(spark):
         dbt_project.run()
+        for name, family in EVOLVING.items():
+            for run in EVOLVING_RUNS:
+                run_model(dbt_project, name, {"bucket_hash": family, "rows": 400, **run})
     return dbt_project.schema
 
 

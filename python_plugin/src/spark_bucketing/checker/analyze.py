@@ -25,7 +25,7 @@ from spark_bucketing.checker.lookups import lookup_findings
 from spark_bucketing.checker.model import ColId, Finding, Output, Part, Side
 from spark_bucketing.checker.ordering import scan_order, sort_state
 from spark_bucketing.checker.partitioning import prefixed, renamed_order, unordered
-from spark_bucketing.checker.partitions_read import partitions_read
+from spark_bucketing.checker.partitions_read import partitions_read, shared_spec
 from spark_bucketing.checker.relations import Catalog, RelationInfo, normalize_name
 from spark_bucketing.checker.suggestions import suggestions
 
@@ -60,10 +60,15 @@ class Analyzer:
             )
         types = dict(info.columns)
         base = {c: (info.name, c) for c in types}
-        spec = info.bucket
+        shared = None
+        if info.bucket is None and info.partitions and self.settings.engine == "spark" and self.settings.extension:
+            # The extension reads a table declared unbucketed by the spec its selected partitions share.
+            shared = shared_spec(partitions_read(info, table.alias_or_name, scope.expression))
+        spec = info.bucket or shared
         key_types = [types.get(c.lower()) for c in spec.clustered_by] if spec else []
         ok, reasons = E.usable_spec(spec, key_types, self.settings, info.built_by_package)
-        reasons = list(reasons) + self._evolution_reasons(info, table, scope)
+        if shared is None:
+            reasons = list(reasons) + self._evolution_reasons(info, table, scope)
         part = None
         if ok:
             alias = table.alias_or_name

@@ -1,5 +1,5 @@
 """Which recorded partitions of an evolving table a query block reads, from
-its predicates on partition columns."""
+its predicates on partition columns, and the spec they share."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import datetime as dt
 from sqlglot import exp
 
 from spark_bucketing.checker.relations import RelationInfo
-from spark_bucketing.metadata import PartitionRecord
+from spark_bucketing.metadata import BucketSpec, PartitionRecord
 
 
 def _literal(e: exp.Expression):
@@ -80,3 +80,11 @@ def partitions_read(info: RelationInfo, alias: str, select: exp.Expression) -> l
             op = ops[type(cond)]
             parts = [p for p in parts if keep(p, lambda v, lit=lit, op=op: op(*_coerce(lit, v)))]
     return parts
+
+
+def shared_spec(read: list[PartitionRecord]) -> BucketSpec | None:
+    """The spec every partition read that holds files was written with: the
+    spec the session extension reads an evolving table by; None when they
+    disagree or none holds a file (as PartitionRecords.scala decides)."""
+    specs = {p.spec.key(): p.spec for p in read if p.files}
+    return next(iter(specs.values())) if len(specs) == 1 else None

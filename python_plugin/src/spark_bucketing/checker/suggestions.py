@@ -41,10 +41,16 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count" + _coalescing_hint(settings),
                 E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
                 E.MIXED_PARTITION_SPECS: f"the partitions of {rel} this query reads were written with different "
-                "bucket specs: backfill them with one spec, or filter to partitions that share one",
+                "bucket specs: backfill them with one spec"
+                + (
+                    ", or filter to partitions that share one (the extension reads those bucketed)"
+                    if settings.extension
+                    else ""
+                ),
                 E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: the "
-                "partitions this query reads share one spec, but engines use the table's declaration; backfill "
-                "the older partitions (or drop them) so the table converges",
+                "partitions this query reads share one spec, but stock engines use the table's declaration; "
+                "backfill the older partitions (or drop them) so the table converges, or enable the session "
+                "extension (spark-bucketing extension), which reads them by the spec they share",
                 E.UNKNOWN_RELATION: f"{rel} is not in the catalog: build it, add it to the project, "
                 "or use --catalog live",
                 E.UNKNOWN_BUCKETING: f"nothing states how {rel} is bucketed: declare it in the source's "

@@ -1,7 +1,7 @@
 package sparkbucketing
 
 import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
-import org.apache.spark.sql.catalyst.catalog.CatalogTable
+import org.apache.spark.sql.catalyst.catalog.{BucketSpec, CatalogTable}
 import org.apache.spark.sql.catalyst.planning.ScanOperation
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, SparkStrategy}
@@ -12,7 +12,7 @@ import org.apache.spark.sql.execution.datasources.{FileSourceStrategy, HadoopFsR
  *  SET spark_bucketing.extension.enabled=false. */
 class BucketingExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
-    extensions.injectPlannerStrategy(session => HiveHashBucketedScans(session))
+    extensions.injectPlannerStrategy(session => PackageBucketedScans(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
   }
 }
@@ -25,40 +25,70 @@ object BucketingExtensions {
   def enabled(session: SparkSession): Boolean = session.conf.get(Enabled, "true").toBoolean
 }
 
-/** Plans the scan of a Hive-hash bucketed table this package wrote as a
- *  bucketed scan, which Spark never does for a Hive table (its read passes no
- *  bucket spec): Spark's own FileSourceStrategy plans the scan with the
- *  table's bucket spec, and HiveHashBucketedScanExec states the partitioning
- *  by Hive's hash. A table whose files do not all carry Spark's bucket file
- *  names is read as Spark reads it today. */
-case class HiveHashBucketedScans(session: SparkSession) extends SparkStrategy {
+/** Plans the scan of a table this package wrote as a bucketed scan where
+ *  stock Spark reads it unbucketed:
+ *  - a Hive-hash bucketed table (Spark's read of a Hive table passes no
+ *    bucket spec), by its declared spec;
+ *  - an evolving table (declared unbucketed while its partitions disagree),
+ *    by the spec the partitions the scan selects share (PartitionRecords).
+ *  Spark's own FileSourceStrategy plans the scan with that spec, and for
+ *  Hive's hash HiveHashBucketedScanExec states the partitioning by it. A
+ *  scan whose files do not all carry Spark's bucket file names is read as
+ *  Spark reads it today. */
+case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
 
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case ScanOperation(_, _, _, relation @ LogicalRelation(fs: HadoopFsRelation, _, Some(table), false, _))
-        if BucketingExtensions.enabled(session) && hiveHashBucketed(fs, table) =>
-      val withSpec = plan.transformDown {
-        case l: LogicalRelation if l eq relation => l.copy(relation = fs.copy(bucketSpec = table.bucketSpec)(fs.sparkSession))
+        if BucketingExtensions.enabled(session) && fs.bucketSpec.isEmpty &&
+          table.properties.contains(BucketingExtensions.Marker) =>
+      table.bucketSpec match {
+        case Some(declared) => if (hiveHashReadable(table)) planBucketed(plan, relation, fs, declared, "hive") else Nil
+        case None if table.partitionColumnNames.nonEmpty =>
+          // Spark's own plan of the scan: the partitions it selects decide the spec, and it stands when they share none.
+          val stock = FileSourceStrategy(plan)
+          val scans = stock.flatMap(_.collect { case s: FileSourceScanExec => s })
+          PartitionRecords.sharedSpec(scans, table)
+            .filter { case (_, hash) => hash == "spark" || hiveHashReadable(table) }
+            .flatMap { case (spec, hash) => inSchemaCase(spec, table).map((_, hash)) }
+            .map { case (spec, hash) => planBucketed(plan, relation, fs, spec, hash) }
+            .filter(_.nonEmpty)
+            .getOrElse(stock)
+        case None => Nil
       }
-      val planned = FileSourceStrategy(withSpec)
-      val scans = planned.flatMap(_.collect { case s: FileSourceScanExec => s })
-      if (scans.isEmpty || !scans.forall(s => !s.bucketedScan || BucketFileNames.allMatch(s, table.bucketSpec.get.numBuckets))) Nil
-      else planned.map(_.transformUp {
-        // Spark prunes buckets by its own hash of the filter's values: for a Hive-hash table that would
-        // pick the wrong buckets, so every bucket is read (the filter still applies above the scan).
-        case s: FileSourceScanExec if s.bucketedScan => HiveHashBucketedScanExec(s.copy(optionalBucketSet = None))
-      })
     case _ => Nil
   }
 
-  /** A Hive table this package wrote, bucketed with Hive hash v1 (the hash
-   *  Spark writes), read through Spark's file source (convertMetastoreParquet
-   *  and convertMetastoreOrc, on by default). */
-  private def hiveHashBucketed(fs: HadoopFsRelation, table: CatalogTable): Boolean =
-    fs.bucketSpec.isEmpty &&
-      table.provider.exists(_.equalsIgnoreCase("hive")) &&
-      table.bucketSpec.isDefined &&
-      table.properties.contains(BucketingExtensions.Marker) &&
-      table.properties.get("bucketing_version").forall(_ == "1")
+  private def planBucketed(
+      plan: LogicalPlan, relation: LogicalRelation, fs: HadoopFsRelation, spec: BucketSpec, hash: String): Seq[SparkPlan] = {
+    val withSpec = plan.transformDown {
+      case l: LogicalRelation if l eq relation => l.copy(relation = fs.copy(bucketSpec = Some(spec))(fs.sparkSession))
+    }
+    val planned = FileSourceStrategy(withSpec)
+    val scans = planned.flatMap(_.collect { case s: FileSourceScanExec => s })
+    if (scans.isEmpty || !scans.forall(s => !s.bucketedScan || BucketFileNames.allMatch(s, spec.numBuckets))) Nil
+    else if (hash == "spark") planned
+    else planned.map(_.transformUp {
+      // Spark prunes buckets by its own hash of the filter's values: for a Hive-hash table that would
+      // pick the wrong buckets, so every bucket is read (the filter still applies above the scan).
+      case s: FileSourceScanExec if s.bucketedScan => HiveHashBucketedScanExec(s.copy(optionalBucketSet = None))
+    })
+  }
+
+  /** A Hive table, bucketed (or its partitions written) with Hive hash v1,
+   *  the hash Spark writes, read through Spark's file source
+   *  (convertMetastoreParquet and convertMetastoreOrc, on by default). */
+  private def hiveHashReadable(table: CatalogTable): Boolean =
+    table.provider.exists(_.equalsIgnoreCase("hive")) && table.properties.get("bucketing_version").forall(_ == "1")
+
+  /** The scan finds bucket columns by exact name: the record's names in the table's case. */
+  private def inSchemaCase(spec: BucketSpec, table: CatalogTable): Option[BucketSpec] = {
+    def resolve(names: Seq[String]): Option[Seq[String]] = {
+      val found = names.flatMap(n => table.dataSchema.fieldNames.find(_.equalsIgnoreCase(n)))
+      if (found.size == names.size) Some(found) else None
+    }
+    for (cols <- resolve(spec.bucketColumnNames); sorts <- resolve(spec.sortColumnNames))
+      yield BucketSpec(spec.numBuckets, cols, sorts)
+  }
 }
 
 /** Spark groups a bucketed table's files by the number after the last "_" of

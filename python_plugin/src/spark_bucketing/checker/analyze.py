@@ -28,6 +28,7 @@ from spark_bucketing.checker.partitioning import prefixed, renamed_order, unorde
 from spark_bucketing.checker.partitions_read import partitions_read, shared_spec
 from spark_bucketing.checker.relations import Catalog, RelationInfo, normalize_name
 from spark_bucketing.checker.suggestions import suggestions
+from spark_bucketing.metadata import PartitionRecord
 
 
 def _line(node: exp.Expression | None, default: int = 1) -> int:
@@ -60,19 +61,19 @@ class Analyzer:
             )
         types = dict(info.columns)
         base = {c: (info.name, c) for c in types}
+        alias = table.alias_or_name
+        read = partitions_read(info, alias, scope.expression)
         shared = None
         if info.bucket is None and info.partitions and self.settings.engine == "spark" and self.settings.extension:
             # The extension reads a table declared unbucketed by the spec its selected partitions share.
-            shared = shared_spec(partitions_read(info, table.alias_or_name, scope.expression))
+            shared = shared_spec(read)
         spec = info.bucket or shared
         key_types = [types.get(c.lower()) for c in spec.clustered_by] if spec else []
         ok, reasons = E.usable_spec(spec, key_types, self.settings, info.built_by_package)
         if shared is None:
-            reasons = list(reasons) + self._evolution_reasons(info, table, scope)
+            reasons = list(reasons) + _evolution_reasons(info, read)
         part = None
         if ok:
-            alias = table.alias_or_name
-            read = partitions_read(info, alias, scope.expression)
             part = Part(
                 [tuple((alias, c.lower()) for c in spec.clustered_by)],
                 spec.buckets,
@@ -83,13 +84,6 @@ class Analyzer:
                 scan=True,
             )
         return Output(info.name, part, types, base, {}, reasons, ok)
-
-    def _evolution_reasons(self, info: RelationInfo, table: exp.Table, scope: Scope) -> list[str]:
-        if not info.evolving:
-            return []
-        read = partitions_read(info, table.alias_or_name, scope.expression)
-        specs = {p.spec.key() for p in read}
-        return [E.MIXED_PARTITION_SPECS] if len(specs) > 1 else [E.EVOLVING_TABLE]
 
     def scope_output(self, scope: Scope) -> Output:
         key = id(scope.expression)
@@ -579,3 +573,10 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
             f.suggestions.append("a relation or column is unknown to the catalog; the verdict is a guess")
     findings.sort(key=lambda f: f.line)
     return findings
+
+
+def _evolution_reasons(info: RelationInfo, read: list[PartitionRecord]) -> list[str]:
+    """Why an evolving table is read unbucketed: the partitions `read` disagree, or the declaration does."""
+    if not info.evolving:
+        return []
+    return [E.MIXED_PARTITION_SPECS] if len({p.spec.key() for p in read}) > 1 else [E.EVOLVING_TABLE]

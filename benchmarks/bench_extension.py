@@ -43,12 +43,12 @@ from {{{{ ref('{a}') }}}} a join {{{{ ref('{b}') }}}} b on a.k = b.k
 group by a.k
 """
 OFF = "SET " + extension.SWITCH + "=false"
-# side: (model, family of both tables, the second table's bucket count as a fraction, hooks)
+# side: (model, the two tables it joins, hooks)
 SIDES = {
-    "Hive hash, extension on": ("join_hive_on", "hive", 1, {}),
-    "Hive hash, extension off": ("join_hive_off", "hive", 1, {"pre_hook": OFF}),
-    "Spark hash (stock Spark)": ("join_spark", "spark", 1, {}),
-    "Hive hash N x N/2, ext. on": ("join_hive_halved", "hive", 2, {}),
+    "Hive hash, extension on": ("join_hive_on", "big_hive", "half_hive", {}),
+    "Hive hash, extension off": ("join_hive_off", "big_hive", "half_hive", {"pre_hook": OFF}),
+    "Spark hash (stock Spark)": ("join_spark", "big_spark", "half_spark", {}),
+    "Hive hash N x N/2, ext. on": ("join_hive_halved", "big_hive", "halfb_hive", {}),
 }
 EXCHANGE_LINE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?Exchange\b", re.M)
 
@@ -79,11 +79,8 @@ def main() -> int:
             TABLE.format(rows=rows, keys=keys, seed=seed),
             {"materialized": "bucketed_table", "clustered_by": "k", "buckets": buckets, "bucket_hash": family},
         )
-    for model, family, fewer, hooks in SIDES.values():
-        other = "half" if fewer == 1 else "halfb"
-        project.write_model(
-            model, JOIN.format(a=f"big_{family}", b=f"{other}_{family}"), {"materialized": "table", **hooks}
-        )
+    for model, a, b, hooks in SIDES.values():
+        project.write_model(model, JOIN.format(a=a, b=b), {"materialized": "table", **hooks})
     project.dbt("run", "--select", *tables)
     best = best_alternating({side: runner(counted, model) for side, (model, *_) in SIDES.items()})
     stock = best["Spark hash (stock Spark)"]["s"]

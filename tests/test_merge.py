@@ -16,6 +16,7 @@ import pytest
 
 from spark_bucketing.files import data_files, local_path
 from tests.support.dbt_project import DbtProject, failure_text, node_messages
+from tests.support.incremental import metadata
 from tests.support.spark import REPO_ROOT, table_location
 
 COLUMNS = ("id", "day", "payload", "amount")
@@ -110,11 +111,11 @@ def run_batch(project: DbtProject, name: str, batch: list[tuple], config: dict, 
 
 def recorded_accounting(spark, table: str) -> dict:
     """{day offset: the merge row accounting recorded in the partition's metadata}."""
-    out = {}
-    for key, value in spark.sql(f"show tblproperties {table}").collect():
-        if key.startswith("spark_bucketing.partition.") and "merge" in (record := json.loads(value)):
-            out[(date.fromisoformat(record["values"]["day"]) - date(2024, 1, 1)).days] = record["merge"]
-    return out
+    return {
+        (date.fromisoformat(record["values"]["day"]) - date(2024, 1, 1)).days: record["merge"]
+        for record in metadata(spark, table).values()
+        if record["merge"] is not None
+    }
 
 
 def _layout_and_metadata(project: DbtProject, name: str) -> None:

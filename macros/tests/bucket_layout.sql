@@ -13,16 +13,3 @@
     {{ spark_bucketing.rows_as_values(violations, ['file_path', 'problem']) }}
   {%- endif -%}
 {% endtest %}
-
-{% macro rows_as_values(rows, names) -%}
-  {#- Inline VALUES holding `names` from each row; an empty result when there are none. -#}
-  {%- if rows | length == 0 -%}
-    select {% for n in names %}cast(null as string) as {{ n }}{{ ', ' if not loop.last }}{% endfor %} where false
-  {%- else -%}
-    select * from values
-    {%- for row in rows %}
-      ({% for n in names %}'{{ (row[n] | string) | replace('\\', '\\\\') | replace("'", "\\'") }}'{{ ', ' if not loop.last }}{% endfor %}){{ ',' if not loop.last }}
-    {%- endfor %}
-    as violations({{ names | join(', ') }})
-  {%- endif -%}
-{%- endmacro %}

@@ -14,52 +14,50 @@
   {%- endif -%}
 {% endtest %}
 
+{% macro record_problems(rec, s, declared) %}
+  {#- One partition's record against the files found in it (`s`, folder_stats) and the declared spec. -#}
+  {%- set problems = [] -%}
+  {%- if not spark_bucketing.same_location(rec.location, s.location) -%}
+    {%- do problems.append('recorded location ' ~ rec.location ~ ' but files are in ' ~ s.location) -%}
+  {%- endif -%}
+  {%- if rec.files != s.files or rec.rows != s.rows -%}
+    {%- do problems.append('recorded ' ~ rec.files ~ ' files and ' ~ rec.rows ~ ' rows, found ' ~ s.files ~ ' files and ' ~ s.rows ~ ' rows'
+        ~ (' (' ~ (rec.rows - s.rows) ~ ' rows missing)' if s.rows < rec.rows else '')) -%}
+  {%- endif -%}
+  {%- set m = rec.get('merge') -%}
+  {%- if m and (m.rows_before + m.inserted + m.moved_in - m.deleted - m.moved_out != m.rows_after or m.rows_after != rec.rows) -%}
+    {%- do problems.append('merge row accounting does not add up: ' ~ spark_bucketing.accounting_text(m) ~ ', recorded rows ' ~ rec.rows) -%}
+  {%- endif -%}
+  {%- if declared is not none and not spark_bucketing.same_spec(declared, rec) -%}
+    {%- do problems.append('catalog declares ' ~ spark_bucketing.describe_spec(declared) ~ ' but the partition was written with ' ~ spark_bucketing.describe_spec(rec)) -%}
+  {%- endif -%}
+  {{ return(problems) }}
+{% endmacro %}
+
 {% macro metadata_problems(relation) %}
   {%- set info = spark_bucketing.table_info(relation) -%}
   {%- set meta = spark_bucketing.read_metadata(relation) -%}
-  {%- set problems = [] -%}
   {%- if meta.spec is none -%}
-    {%- do problems.append({'object': relation | string, 'problem': 'no spark_bucketing metadata is recorded for this table'}) -%}
-    {{ return(problems) }}
+    {{ return([{'object': relation | string, 'problem': 'no spark_bucketing metadata is recorded for this table'}]) }}
   {%- endif -%}
+  {%- set problems = [] -%}
   {%- set declared = spark_bucketing.declared_spec(info) -%}
   {%- set found = {} -%}
   {%- for s in spark_bucketing.partition_stats(relation, info.partition_by) -%}{%- do found.update({s.path: s}) -%}{%- endfor -%}
-  {%- if info.partition_by -%}
-    {%- set records = meta.partitions -%}
-    {%- set listed = spark_bucketing.catalog_partitions(relation) -%}
-  {%- else -%}
-    {%- set records = {'': meta.table} if meta.table else {} -%}
-    {%- set listed = {'': {}} -%}
-  {%- endif -%}
+  {%- set records = meta.partitions if info.partition_by else ({'': meta.table} if meta.table else {}) -%}
+  {%- set listed = spark_bucketing.catalog_partitions(relation) if info.partition_by else {'': {}} -%}
   {%- for path, values in listed.items() -%}
     {%- set rec = records.get(path) -%}
     {%- set s = found.get(path) -%}
     {%- set name = path or (relation | string) -%}
     {%- if rec is none -%}
       {%- do problems.append({'object': name, 'problem': 'partition has no recorded bucket spec'}) -%}
-    {%- elif s is none -%}
-      {%- if rec.rows > 0 -%}
-        {%- set location = spark_bucketing.partition_location(relation, values) if path else info.location -%}
-        {%- do problems.append({'object': name, 'problem': 'metadata records ' ~ rec.rows ~ ' rows in ' ~ rec.files ~ ' files at ' ~ rec.location
-            ~ ', but the catalog location ' ~ location ~ ' holds no rows (folder missing or empty)'}) -%}
-      {%- endif -%}
-    {%- else -%}
-      {%- if not spark_bucketing.same_location(rec.location, s.location) -%}
-        {%- do problems.append({'object': name, 'problem': 'recorded location ' ~ rec.location ~ ' but files are in ' ~ s.location}) -%}
-      {%- endif -%}
-      {%- if rec.files != s.files or rec.rows != s.rows -%}
-        {%- do problems.append({'object': name, 'problem': 'recorded ' ~ rec.files ~ ' files and ' ~ rec.rows ~ ' rows, found ' ~ s.files ~ ' files and ' ~ s.rows ~ ' rows'
-            ~ (' (' ~ (rec.rows - s.rows) ~ ' rows missing)' if s.rows < rec.rows else '')}) -%}
-      {%- endif -%}
-      {%- set m = rec.get('merge') -%}
-      {%- if m and (m.rows_before + m.inserted + m.moved_in - m.deleted - m.moved_out != m.rows_after or m.rows_after != rec.rows) -%}
-        {%- do problems.append({'object': name, 'problem': 'merge row accounting does not add up: '
-            ~ spark_bucketing.accounting_text(m) ~ ', recorded rows ' ~ rec.rows}) -%}
-      {%- endif -%}
-      {%- if declared is not none and not spark_bucketing.same_spec(declared, rec) -%}
-        {%- do problems.append({'object': name, 'problem': 'catalog declares ' ~ spark_bucketing.describe_spec(declared) ~ ' but the partition was written with ' ~ spark_bucketing.describe_spec(rec)}) -%}
-      {%- endif -%}
+    {%- elif s is none and rec.rows > 0 -%}
+      {%- set location = spark_bucketing.partition_location(relation, values) if path else info.location -%}
+      {%- do problems.append({'object': name, 'problem': 'metadata records ' ~ rec.rows ~ ' rows in ' ~ rec.files ~ ' files at ' ~ rec.location
+          ~ ', but the catalog location ' ~ location ~ ' holds no rows (folder missing or empty)'}) -%}
+    {%- elif s is not none -%}
+      {%- for problem in spark_bucketing.record_problems(rec, s, declared) -%}{%- do problems.append({'object': name, 'problem': problem}) -%}{%- endfor -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for path, s in found.items() if path not in listed -%}

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from spark_bucketing import hashing
 from spark_bucketing.files import bucket_of, local_path
-from spark_bucketing.metadata import SparkClient, read_table_metadata
+from spark_bucketing.metadata import SparkClient, partition_records, read_table_metadata
 from tests.support.dbt_project import DbtProject, failure_text
 
 MODEL_SQL = """
@@ -106,15 +106,20 @@ def table_rows(spark: SparkSession, table: str) -> Counter:
 
 
 def metadata(spark: SparkSession, table: str) -> dict:
+    """{partition path ('' for an unpartitioned table): its record}, read by
+    the package's one Python reader of the metadata format."""
     props = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
-    out = {
-        k.split("spark_bucketing.partition.", 1)[1]: json.loads(v)
-        for k, v in props.items()
-        if k.startswith("spark_bucketing.partition.")
+    return {
+        r.path: {
+            "hash": r.spec.hash,
+            "buckets": r.spec.buckets,
+            "files": r.files,
+            "rows": r.rows,
+            "values": r.values,
+            "merge": r.merge,
+        }
+        for r in partition_records(props)
     }
-    if "spark_bucketing.table" in props:
-        out[""] = json.loads(props["spark_bucketing.table"])
-    return out
 
 
 def declared(spark: SparkSession, table: str) -> dict | None:

@@ -11,9 +11,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-EXTENSION_CLASS = "sparkbucketing.BucketingExtensions"
+from spark_bucketing import contracts
+
+EXTENSION_CLASS = contracts.EXTENSION_CLASS
 # A session setting the extension reads at each plan: false plans as stock Spark does.
-SWITCH = "spark_bucketing.extension.enabled"
+SWITCH = contracts.EXTENSION_SWITCH
 SOURCES = Path(__file__).resolve().parent / "scala"
 
 

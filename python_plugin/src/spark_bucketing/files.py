@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-#: Spark's own pattern (BucketingUtils): the bucket id is the last `_<digits>`
-#: before the extensions. It also reads Hive-style names written by Spark
-#: (`00003_0_part-..._00003.c000.snappy.parquet`).
-BUCKET_IN_NAME = re.compile(r".*_(\d+)(?:\..*)?$")
+from spark_bucketing.contracts import BUCKET_IN_NAME
 
 
 def bucket_of(file_name: str) -> int | None:

@@ -16,34 +16,15 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-FAMILIES = ("hive", "spark")
+from spark_bucketing.contracts import HIVE_HASH_TYPES, normalize_type
 
-#: Column types whose Hive v1 hash Spark computes exactly as Hive does (checked
-#: against ``ObjectInspectorUtils.getBucketNumber`` in tests/test_hive_oracle.py).
-#: Keep in step with ``spark_bucketing.hive_hash_types()`` in macros/hashing.sql.
-HIVE_HASH_TYPES = (
-    "tinyint",
-    "smallint",
-    "int",
-    "bigint",
-    "string",
-    "boolean",
-    "date",
-    "float",
-    "double",
-)
+FAMILIES = ("hive", "spark")
+__all__ = ["FAMILIES", "HIVE_HASH_TYPES", "SPARK_HASH_TYPES", "bucket_id", "normalize_type"]
+
 
 #: Types this module can hash for the ``spark`` family.
 SPARK_HASH_TYPES = HIVE_HASH_TYPES + ("timestamp",)
 
-_TYPE_ALIASES = {
-    "integer": "int",
-    "long": "bigint",
-    "short": "smallint",
-    "byte": "tinyint",
-    "bool": "boolean",
-    "real": "float",
-}
 
 _EPOCH = _dt.date(1970, 1, 1)
 _SPARK_SEED = 42
@@ -52,11 +33,6 @@ _M32 = 0xFFFFFFFF
 
 class UnsupportedTypeError(ValueError):
     """A column type that a hash family cannot bucket reproducibly."""
-
-
-def normalize_type(type_name: str) -> str:
-    t = type_name.strip().lower()
-    return _TYPE_ALIASES.get(t, t)
 
 
 def _to_int32(x: int) -> int:

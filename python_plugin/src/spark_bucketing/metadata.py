@@ -1,9 +1,10 @@
 """Reading a table's bucket spec and partition-level bucket metadata.
 
-The metadata format (version 1) is written by the dbt macros in
-macros/metadata.sql and documented in the README: table properties
-``spark_bucketing.spec`` (latest spec), ``spark_bucketing.partition.<path>``
-(one JSON record per partition) and ``spark_bucketing.table`` (unpartitioned).
+The one Python reader of the metadata format (version 1), written by the
+dbt macros in macros/catalog/metadata.sql and documented in docs/metadata.md:
+table properties ``spark_bucketing.spec`` (latest spec),
+``spark_bucketing.partition.<path>`` (one JSON record per partition) and
+``spark_bucketing.table`` (unpartitioned).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
-PREFIX = "spark_bucketing."
+from spark_bucketing.contracts import FORMAT_VERSION_KEY, PARTITION_KEY_PREFIX, SPEC_KEY, TABLE_KEY
 
 
 class SqlClient(Protocol):
@@ -52,6 +53,7 @@ class PartitionRecord:
     location: str
     values: dict
     written_at: str
+    merge: dict | None = None  # a merge's row accounting (merge_row_accounting)
 
 
 @dataclass
@@ -72,8 +74,18 @@ class TableMetadata:
 
 
 def _columns(text: str | None) -> tuple[str, ...]:
-    inner = (text or "").strip().strip("[]")
-    return tuple(c.strip().strip("`") for c in inner.split(",") if c.strip())
+    """DESCRIBE's "[`a`, `b`]" -> ('a', 'b'), as the strip_column_list macro reads it."""
+    inner = (text or "").strip()
+    if inner.startswith("["):
+        inner = inner[1:-1]
+    out = []
+    for part in inner.split(","):
+        name = part.strip()
+        if len(name) >= 2 and name.startswith("`") and name.endswith("`"):
+            name = name[1:-1].replace("``", "`")
+        if name:
+            out.append(name)
+    return tuple(out)
 
 
 def parse_describe(rows: list[tuple]) -> tuple[dict[str, str], list[str], dict[str, str]]:
@@ -113,24 +125,33 @@ def read_table_metadata(client: SqlClient, table: str) -> TableMetadata:
     storage = " ".join(details.get(k) or "" for k in ("Provider", "Serde Library", "InputFormat")).lower()
     file_format = "orc" if "orc" in storage else "parquet"
     meta = TableMetadata(table, declared_spec(details), partition_by, columns, details.get("Location"), file_format)
-    meta.built_by_package = PREFIX + "format_version" in props
-    if PREFIX + "spec" in props:
-        meta.latest = BucketSpec.from_record(json.loads(props[PREFIX + "spec"]))
+    meta.built_by_package = FORMAT_VERSION_KEY in props
+    if SPEC_KEY in props:
+        meta.latest = BucketSpec.from_record(json.loads(props[SPEC_KEY]))
+    meta.partitions = partition_records(props)
+    return meta
+
+
+def partition_records(props: dict[str, str]) -> list[PartitionRecord]:
+    """The partition records among a table's properties (an unpartitioned
+    table's one record has the path ''), sorted by property key."""
+    out = []
     for key, value in sorted(props.items()):
-        if key.startswith(PREFIX + "partition.") or key == PREFIX + "table":
+        if key.startswith(PARTITION_KEY_PREFIX) or key == TABLE_KEY:
             rec = json.loads(value)
-            meta.partitions.append(
+            out.append(
                 PartitionRecord(
-                    path=rec.get("path", key[len(PREFIX + "partition.") :]) if key != PREFIX + "table" else "",
+                    path=rec.get("path", key[len(PARTITION_KEY_PREFIX) :]) if key != TABLE_KEY else "",
                     spec=BucketSpec.from_record(rec),
                     files=int(rec.get("files", 0)),
                     rows=int(rec.get("rows", 0)),
                     location=rec.get("location", ""),
                     values=rec.get("values") or {},
                     written_at=rec.get("written_at", ""),
+                    merge=rec.get("merge"),
                 )
             )
-    return meta
+    return out
 
 
 class SparkClient:

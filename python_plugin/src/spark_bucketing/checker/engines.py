@@ -8,12 +8,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from spark_bucketing.contracts import SORT_ORDERING_SETTING
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import BucketSpec
 
 TRINO_UNBUCKETABLE_TYPES = ("timestamp", "decimal", "char", "binary", "varchar(")
 
-# Reason codes (stable, documented in the README).
+# Reason codes: stable, each documented in docs/checker.md (tests/test_docs.py).
 NOT_BUCKETED = "NOT_BUCKETED"
 HIVE_HASH = "HIVE_HASH_NOT_USED_BY_SPARK"
 HIVE_HASH_NOT_PRUNED = "HIVE_HASH_NOT_PRUNED_BY_SPARK"
@@ -28,18 +29,14 @@ KEY_CAST = "KEY_CAST"
 KEY_TYPE_MISMATCH = "KEY_TYPE_MISMATCH"
 UNION = "UNION"
 AGGREGATE = "AGGREGATE_ON_OTHER_COLUMNS"
-WINDOW = "WINDOW_ON_OTHER_COLUMNS"
 JOIN_OUTPUT = "SHUFFLED_JOIN_OUTPUT"
 BUCKET_COUNT_MISMATCH = "BUCKET_COUNT_MISMATCH"
 HASH_DIFFERS = "BUCKET_HASH_DIFFERS"
-OTHER_SIDE_SHUFFLED = "OTHER_SIDE_DECIDES"
 MIXED_PARTITION_SPECS = "MIXED_PARTITION_SPECS"
 EVOLVING_TABLE = "EVOLVING_TABLE_DECLARED_UNBUCKETED"
 UNKNOWN_RELATION = "UNKNOWN_RELATION"
 UNKNOWN_COLUMN = "UNKNOWN_COLUMN"
 UNKNOWN_BUCKETING = "UNKNOWN_BUCKETING"
-PARSE_ERROR = "PARSE_ERROR"
-BROADCAST_POSSIBLE = "BROADCAST_NOT_MODELLED"
 
 
 # The settings the Spark model reads that a session can tell (`SET key`).
@@ -53,7 +50,7 @@ SESSION_KEYS = (
     "spark.sql.bucketing.coalesceBucketsInJoin.enabled",
     "spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio",
     "spark.sql.requireAllClusterKeysForCoPartition",
-    "spark.sql.legacy.bucketedTableScan.outputOrdering",
+    SORT_ORDERING_SETTING,
     "spark.sql.shuffle.partitions",
 )
 
@@ -107,7 +104,7 @@ class EngineSettings:
 
     @property
     def sorted_scan_output(self) -> bool:
-        return self._get("spark.sql.legacy.bucketedTableScan.outputOrdering", "false") == "true"
+        return self._get(SORT_ORDERING_SETTING, "false") == "true"
 
     @property
     def shuffle_partitions(self) -> int:

@@ -3,13 +3,9 @@ keeps its type (and so its bucketed partitioning)."""
 
 from __future__ import annotations
 
+from spark_bucketing.contracts import normalize_type as norm_type
+
 NUMERIC_ORDER = ["tinyint", "smallint", "int", "bigint", "float", "double"]
-ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float"}
-
-
-def norm_type(t: str) -> str:
-    t = t.strip().lower()
-    return ALIASES.get(t, t)
 
 
 def wider(left: str, right: str, ansi: bool = False) -> str | None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from spark_bucketing.checker.model import Part
 from spark_bucketing.checker.relations import RelationInfo
+from spark_bucketing.contracts import SORT_ORDERING_SETTING
 from spark_bucketing.metadata import BucketSpec, PartitionRecord
 
-SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"
+SETTING = SORT_ORDERING_SETTING
 
 
 def scan_order(info: RelationInfo, spec: BucketSpec, read: list[PartitionRecord], alias: str) -> tuple | None:

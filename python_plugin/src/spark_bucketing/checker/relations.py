@@ -28,7 +28,6 @@ class RelationInfo:
     partitions: list[PartitionRecord] = field(default_factory=list)  # recorded per-partition specs
     latest: BucketSpec | None = None  # the spec of the latest write (bucketed_incremental)
     built_by_package: bool = False  # a bucketed_table / bucketed_incremental model (the extension reads only these)
-    source: str = "manifest"
     complete: bool = False  # every column is known (catalog.json or live), not just those schema.yml lists
     # Set when nothing states the relation's bucketing (a reason code): the
     # checker then answers unknown, never "not bucketed".
@@ -90,17 +89,23 @@ def spec_from_config(config: dict) -> BucketSpec | None:
 
 
 def catalog_from_manifest(project_dir: Path, target_dir: str = "target") -> Catalog:
-    """Models (and sources) from target/manifest.json; column types from
-    schema.yml data_type and, when present, target/catalog.json."""
+    """The catalog of a dbt project's target/manifest.json."""
     manifest_path = project_dir / target_dir / "manifest.json"
     if not manifest_path.exists():
         raise FileNotFoundError(
             f"no dbt manifest at {manifest_path}; run `dbt compile` in {project_dir} first "
             "(or let `spark-bucketing check` run it)"
         )
+    return catalog_from_manifest_file(manifest_path)
+
+
+def catalog_from_manifest_file(manifest_path: Path) -> Catalog:
+    """Models (and sources) from a dbt manifest file, wherever it sits;
+    column types from schema.yml data_type and, when a catalog.json sits
+    beside it (`dbt docs generate`), from there."""
     manifest = json.loads(manifest_path.read_text())
     catalog_json = {}
-    catalog_path = project_dir / target_dir / "catalog.json"
+    catalog_path = manifest_path.parent / "catalog.json"
     if catalog_path.exists():
         data = json.loads(catalog_path.read_text())
         catalog_json = {**data.get("nodes", {}), **data.get("sources", {})}
@@ -128,7 +133,6 @@ def catalog_from_manifest(project_dir: Path, target_dir: str = "target") -> Cata
                 bucket,
                 partition_by,
                 built_by_package=str(config.get("materialized")) in ("bucketed_table", "bucketed_incremental"),
-                source="manifest",
                 complete=bool(documented),
                 unknown=UNKNOWN_BUCKETING if unstated else None,
             )
@@ -144,7 +148,7 @@ def relation_from_live(client: SqlClient, name: str) -> RelationInfo:
         # Only "no such table" makes a relation unknown; any other failure
         # (connection, permissions) is the user's to see.
         if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "not found" in str(exc).lower():
-            return RelationInfo(normalize_name(name), source="live", unknown=UNKNOWN_RELATION)
+            return RelationInfo(normalize_name(name), unknown=UNKNOWN_RELATION)
         raise
 
     columns = {c.lower(): t for c, t in meta.columns.items()}
@@ -156,6 +160,5 @@ def relation_from_live(client: SqlClient, name: str) -> RelationInfo:
         meta.partitions,
         meta.latest,
         built_by_package=meta.built_by_package,
-        source="live",
         complete=True,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.model import Finding, Part
+from spark_bucketing.contracts import SORT_ORDERING_SETTING
 
 
 def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, right: Part | None) -> list[str]:
@@ -62,7 +63,7 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
     if skippable:
         out.append(
             f"{' and '.join(skippable)} is read one file per bucket in sorted_by order: set "
-            "spark.sql.legacy.bucketedTableScan.outputOrdering=true and the sort-merge join skips its Sort"
+            f"{SORT_ORDERING_SETTING}=true and the sort-merge join skips its Sort"
         )
     return out
 

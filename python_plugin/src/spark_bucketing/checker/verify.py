@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.plan_text import Node, bracket_groups, key_names, parse_plan, scan_table, selected_buckets
+from spark_bucketing.contracts import SORT_ORDERING_SETTING
 from spark_bucketing.extension import SWITCH
 
 JOINS = ("SortMergeJoin", "ShuffledHashJoin", "BroadcastHashJoin", "BroadcastNestedLoopJoin")
@@ -17,7 +18,7 @@ AGGREGATES = ("HashAggregate", "SortAggregate", "ObjectHashAggregate")
 # Operators that pass rows through without a distribution requirement of their own.
 TRANSPARENT = {"Project", "Filter", "Sort", "ColumnarToRow", "RowToColumnar", "CollectLimit", "LocalLimit"}
 EXCHANGES = {"Exchange", "ReusedExchange"}
-SORT_ORDERING = "spark.sql.legacy.bucketedTableScan.outputOrdering"
+SORT_ORDERING = SORT_ORDERING_SETTING
 
 
 @dataclass

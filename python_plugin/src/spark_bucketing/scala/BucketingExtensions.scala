@@ -18,9 +18,8 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
 }
 
 object BucketingExtensions {
-  val Enabled = "spark_bucketing.extension.enabled"
-  /** The property this package's materializations give every table they build. */
-  val Marker = "spark_bucketing.format_version"
+  val Enabled = Contracts.ExtensionSwitch
+  val Marker = Contracts.FormatVersionKey
 
   def enabled(session: SparkSession): Boolean = session.conf.get(Enabled, "true").toBoolean
 }
@@ -96,7 +95,7 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
  *  so a scan is read bucketed only when every file it selects carries the
  *  name Spark's writer gives it, whose two bucket ids agree. */
 object BucketFileNames {
-  private val SparkName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$""".r
+  private val SparkName = Contracts.SparkBucketFileName.r
 
   def allMatch(scan: FileSourceScanExec, numBuckets: Int): Boolean =
     scan.selectedPartitions.filePartitionIterator.forall(_.files.forall { f =>

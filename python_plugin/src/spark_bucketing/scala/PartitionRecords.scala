@@ -22,7 +22,7 @@ case class PartitionRecord(spec: BucketSpec, hash: String, folder: String, files
  *  write switches a partition to a new folder before it records it, so a
  *  record not yet updated names the old one) and are as many as recorded. */
 object PartitionRecords {
-  private val Prefix = "spark_bucketing.partition."
+  private val Prefix = Contracts.PartitionKeyPrefix
   private val mapper = new ObjectMapper()
 
   def of(table: CatalogTable): Seq[PartitionRecord] =

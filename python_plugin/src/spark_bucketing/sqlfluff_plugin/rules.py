@@ -15,12 +15,12 @@ from sqlfluff.core.rules import BaseRule, LintResult, RuleContext
 from sqlfluff.core.rules.crawlers import RootOnlyCrawler
 
 from spark_bucketing.checker import EngineSettings, analyze_sql
-from spark_bucketing.checker.relations import Catalog, catalog_from_manifest
+from spark_bucketing.checker.relations import Catalog, catalog_from_manifest_file
 
 
 @lru_cache(maxsize=8)
-def _catalog(project_dir: str, mtime: float) -> Catalog:
-    return catalog_from_manifest(Path(project_dir))
+def _catalog(manifest: str, mtime: float) -> Catalog:
+    return catalog_from_manifest_file(Path(manifest))
 
 
 def _find_manifest(start: Path, configured: str) -> Path | None:
@@ -63,7 +63,7 @@ class Rule_SB01(BaseRule):
         manifest = _find_manifest(fname.resolve().parent, (self.manifest or "").strip())
         if manifest is None:
             return []
-        catalog = _catalog(str(manifest.parent.parent), manifest.stat().st_mtime)
+        catalog = _catalog(str(manifest), manifest.stat().st_mtime)
         conf = dict(item.split("=", 1) for item in (self.spark_conf or "").split(",") if "=" in item)
         findings = analyze_sql(templated.templated_str, catalog, EngineSettings(self.engine or "spark", conf))
         results = []

@@ -3,8 +3,9 @@
 
 {% macro hive_hash_types() %}
   {#- Types whose Hive v1 hash Spark computes exactly as Hive does; verified
-      against Hive's ObjectInspectorUtils in tests/test_hive_oracle.py. Keep in
-      step with HIVE_HASH_TYPES in python_plugin/src/spark_bucketing/hashing.py. -#}
+      against Hive's ObjectInspectorUtils in tests/test_hashing.py, and tied
+      to HIVE_HASH_TYPES in python_plugin/src/spark_bucketing/contracts.py by
+      tests/test_contracts.py. -#}
   {{ return(['tinyint', 'smallint', 'int', 'bigint', 'string', 'boolean', 'date', 'float', 'double']) }}
 {% endmacro %}
 
@@ -36,9 +37,3 @@
     {%- do exceptions.raise_compiler_error("spark_bucketing: unknown bucket hash family '" ~ bucket_hash ~ "'") -%}
   {%- endif -%}
 {%- endmacro %}
-
-{% macro quoted(columns) %}
-  {%- set out = [] -%}
-  {%- for c in columns -%}{%- do out.append('`' ~ (c | replace('`', '``')) ~ '`') -%}{%- endfor -%}
-  {{ return(out) }}
-{% endmacro %}

@@ -1,4 +1,4 @@
-{#- What the catalog says about a table, parsed from DESCRIBE TABLE EXTENDED
+{#- What the catalog says about a table or a query, parsed from DESCRIBE
     (works the same over the session and thrift connections). -#}
 
 {% macro strip_column_list(text) %}
@@ -14,8 +14,8 @@
   {{ return(out) }}
 {% endmacro %}
 
-{% macro table_info(relation) %}
-  {%- set rows = run_query('describe table extended ' ~ relation) -%}
+{% macro describe_sections(rows) %}
+  {#- DESCRIBE TABLE EXTENDED rows -> (columns {name: type}, partition columns, details {key: value}). -#}
   {%- set columns = {} -%}
   {%- set partition_by = [] -%}
   {%- set details = {} -%}
@@ -30,6 +30,11 @@
     {%- elif section.name == 'details' -%}{%- do details.update({key: row[1]}) -%}
     {%- endif -%}
   {%- endfor -%}
+  {{ return((columns, partition_by, details)) }}
+{% endmacro %}
+
+{% macro table_info(relation) %}
+  {%- set columns, partition_by, details = spark_bucketing.describe_sections(run_query('describe table extended ' ~ relation)) -%}
   {%- set provider = (details.get('Provider') or '') | lower -%}
   {%- set serde = (details.get('Serde Library', '') ~ details.get('InputFormat', '')) | lower -%}
   {%- set file_format = provider if provider in ('parquet', 'orc') else ('orc' if 'orc' in serde else ('parquet' if 'parquet' in serde else provider)) -%}

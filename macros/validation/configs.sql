@@ -1,13 +1,6 @@
 {#- Reading and validating the bucketing configs. Every check here runs before
     any statement that writes, and names the model, the config, the problem
-    and the fix. -#}
-
-{% macro config_error(config_name, problem, fix) %}
-  {%- do exceptions.raise_compiler_error(
-      "spark_bucketing: model '" ~ model.unique_id ~ "', config '" ~ config_name ~ "': "
-      ~ problem ~ ". Fix: " ~ fix ~ ".") -%}
-{% endmacro %}
-
+    and the fix (config_error). -#}
 {% macro column_list_config(config_name, required=false) %}
   {#- A column or a list of columns, returned as a list of names. -#}
   {%- set raw = config.get(config_name) -%}

@@ -10,7 +10,7 @@
   {%- set persist = config.get('persist_docs', {}) -%}
   {%- if persist is mapping and persist.get('columns') -%}
     {%- for key, col in model.columns.items() if key | lower == name | lower and col.description -%}
-      {{ " comment '" ~ (col.description | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'" }}
+      {{ ' comment ' ~ spark_bucketing.sql_string(col.description) }}
     {%- endfor -%}
   {%- endif -%}
 {%- endmacro %}
@@ -25,11 +25,15 @@
   {%- if props -%}
   tblproperties (
     {%- for key, value in props.items() %}
-    '{{ key }}' = '{{ value | string | replace("'", "\\'") }}'{{ ',' if not loop.last }}
+    {{ spark_bucketing.sql_string(key) }} = {{ spark_bucketing.sql_string(value) }}{{ ',' if not loop.last }}
     {%- endfor %}
   )
   {%- endif -%}
 {%- endmacro %}
+
+{% macro ddl_names(names, lower_case) %}
+  {{ return(spark_bucketing.quoted(names | map('lower') | list if lower_case else names)) }}
+{% endmacro %}
 
 {% macro default__create_bucketed_table_sql(relation, spec, columns, location) -%}
   {#- A Hive table names its columns in lower case: the Hive metastore stores
@@ -70,7 +74,3 @@
   {%- endif %}
   {{ spark_bucketing.table_properties_clause(spec) }}
 {%- endmacro %}
-
-{% macro ddl_names(names, lower_case) %}
-  {{ return(spark_bucketing.quoted(names | map('lower') | list if lower_case else names)) }}
-{% endmacro %}

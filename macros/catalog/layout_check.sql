@@ -1,0 +1,50 @@
+{#- The layout check, run: against a table's recorded or declared specs (the
+    bucket_layout and bucket_metadata tests), or against the spec of a write
+    this run made (before it is published). -#}
+
+{% macro check_groups(relation, groups) %}
+  {#- Fails when there is no spec to check `relation` against; registers the
+      Hive hash function if a group needs it. -#}
+  {%- if not groups -%}
+    {%- do exceptions.raise_compiler_error("spark_bucketing: " ~ relation ~ " has no bucket spec: the catalog declares none and no spark_bucketing metadata is recorded") -%}
+  {%- endif -%}
+  {%- for spec, _ in groups if spec.hash == 'hive' -%}
+    {%- if loop.first -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return(groups) }}
+{% endmacro %}
+
+{% macro checked_layout(relation, partition_by, groups, other=none, listing=true) %}
+  {#- Runs the check on `relation` against `groups`: layout_report()'s
+      result, plus 'other': the partition stats of `other` (see layout_sql). -#}
+  {%- set checked, listed = spark_bucketing.split_other(run_query(spark_bucketing.layout_sql(relation, partition_by, groups, other, listing))) -%}
+  {%- set report = spark_bucketing.layout_report(checked, partition_by, groups) -%}
+  {%- do report.update({'other': spark_bucketing.folder_stats(listed, partition_by, '__sb_listed')}) -%}
+  {{ return(report) }}
+{% endmacro %}
+
+{% macro layout_violations(relation, info=none, meta=none) %}
+  {#- The offending files of `relation` (file_path, partition_path, file_bucket,
+      row_count, misplaced_rows, unsorted_rows, files_for_bucket, problem),
+      empty when sound. -#}
+  {%- set info = info or spark_bucketing.table_info(relation) -%}
+  {%- set meta = meta or spark_bucketing.read_metadata(relation) -%}
+  {%- set groups = spark_bucketing.check_groups(relation, spark_bucketing.expected_specs(info, meta)) -%}
+  {%- set report = spark_bucketing.checked_layout(relation, info.partition_by, groups) -%}
+  {{ return(report.files | rejectattr('problem', 'none') | list) }}
+{% endmacro %}
+
+{% macro checked_stats(relation, spec, other=none) %}
+  {#- The check of a write this run made, and its partition stats, from
+      one query: {'stats': [folder_stats entries], 'problems': count,
+      'lines': [file: problem], 'other': [folder_stats entries of `other`]}. -#}
+  {%- set groups = spark_bucketing.check_groups(relation, [(spark_bucketing.spec_record(spec), none)]) -%}
+  {%- set report = spark_bucketing.checked_layout(relation, spec.partition_by, groups, other, listing=false) -%}
+  {%- set out = {'stats': [], 'problems': 0, 'lines': [], 'other': report.other} -%}
+  {%- for part in report.partitions -%}
+    {%- do out.stats.append({'path': part.path, 'location': part.location, 'files': part.files, 'rows': part.rows, 'values': part['values']}) -%}
+    {%- do out.update({'problems': out.problems + part.problems}) -%}
+    {%- do out.lines.extend(part.lines) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}

@@ -1,0 +1,26 @@
+{#- The partitions the catalog lists. Partition folders are never named by
+    hand: their names come from the files Spark wrote (file_dir_expr) or
+    from the catalog (SHOW PARTITIONS), which spell them the same way (Spark
+    escapes / = : % ' \ # ? [ ] * and control characters as %XX). -#}
+
+{% macro catalog_partitions(relation) %}
+  {#- The partitions the catalog lists: {path: {column: value}} (SHOW PARTITIONS). -#}
+  {%- set out = {} -%}
+  {%- for row in run_query('show partitions ' ~ relation) -%}
+    {%- set values = {} -%}
+    {%- for part in row[0].split('/') -%}
+      {%- set name, value = part.split('=', 1) -%}
+      {%- do values.update({spark_bucketing.unescape_path_name(name): none if value == '__HIVE_DEFAULT_PARTITION__' else spark_bucketing.unescape_path_name(value)}) -%}
+    {%- endfor -%}
+    {%- do out.update({row[0]: values}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro partition_location(relation, values) %}
+  {#- One partition's location as the catalog holds it (DESCRIBE .. PARTITION). -#}
+  {%- for row in run_query('describe table extended ' ~ relation ~ ' ' ~ spark_bucketing.partition_clause(values)) if (row[0] or '') | trim == 'Location' -%}
+    {{ return(row[1]) }}
+  {%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}

@@ -1,0 +1,112 @@
+{#- Publishing partitions into an existing table: write them under the
+    table's folder in _bucketing/<run>, verify them, switch the table's
+    partitions to them, record and verify the switch, then declare the spec
+    the partitions agree on. Reads only the partitions it writes. -#}
+
+{% macro replacement_scope(rels, spec, replaced_partitions) %}
+  {#- What a write replaces, from the catalog: {'listed': the side entry's
+      partitions, 'catalog': the table's, 'emptied': paths of replaced
+      partitions (static partitions, a merge's scope) the new rows left
+      empty, 'other': a files_sql of every partition replaced, or none}. -#}
+  {%- set listed = spark_bucketing.catalog_partitions(rels.incr) -%}
+  {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
+  {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
+  {%- set emptied = [] -%}
+  {%- for path, values in catalog.items() if path not in listed and spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
+    {%- do emptied.append(path) -%}
+  {%- endfor -%}
+  {%- set old_values = [] -%}
+  {%- for path, values in catalog.items() if path in listed or path in emptied -%}{%- do old_values.append(values) -%}{%- endfor -%}
+  {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied,
+             'other': spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none}) }}
+{% endmacro %}
+
+{% macro verify_partitions(rels, spec, location, scope, accounting) %}
+  {#- Every check of the written partitions before anything is published,
+      from one query (the replaced partitions' folders are listed by it too):
+      {'stats': the written partitions, 'replaced': {path: stats of the folder it replaces}}. -#}
+  {%- set checked = spark_bucketing.verify_write(rels.incr, spec, location, rels, scope.other) -%}
+  {%- do spark_bucketing.check_side_partitions(rels, location, checked.stats, scope.listed) -%}
+  {%- if accounting is not none -%}
+    {%- do spark_bucketing.check_row_accounting(rels.incr, location, rels, spec.partition_by, checked.stats, accounting) -%}
+  {%- endif -%}
+  {%- set replaced = {} -%}
+  {%- for s in checked.other -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
+  {{ return({'stats': checked.stats, 'replaced': replaced}) }}
+{% endmacro %}
+
+{% macro undeclare_other_spec(rels, info, spec) %}
+  {#- Never lets the catalog declare a spec the new partitions would break:
+      a table declaring another spec is declared unbucketed first. Returns
+      the spec the table declares now (a record or none). -#}
+  {%- set declared = spark_bucketing.declared_spec(info) -%}
+  {%- if declared is not none and not spark_bucketing.same_spec(declared, spark_bucketing.spec_record(spec)) -%}
+    {%- do spark_bucketing.redeclare(rels, rels.target, none, spec) -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {{ return(declared) }}
+{% endmacro %}
+
+{% macro published_state(meta, scope, stats, written_props, declared) %}
+  {#- What converge needs after a publish: {'records': {path: record or none}
+      of every listed partition, 'unlisted_keys': metadata keys of partitions
+      no longer listed, 'declared': the declared spec, 'written': paths written}. -#}
+  {%- set records = {} -%}
+  {%- set unlisted_keys = [] -%}
+  {%- for path, rec in meta.partitions.items() -%}
+    {%- if path in scope.catalog and path not in scope.emptied -%}{%- do records.update({path: rec}) -%}
+    {%- else -%}{%- do unlisted_keys.append(meta['keys'][path]) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- for path in scope.catalog if path not in records and path not in scope.emptied -%}{%- do records.update({path: none}) -%}{%- endfor -%}
+  {%- for s in stats -%}{%- do records.update({s.path: fromjson(written_props[spark_bucketing.partition_key(s.path)])}) -%}{%- endfor -%}
+  {{ return({'records': records, 'unlisted_keys': unlisted_keys | reject('in', written_props.keys() | list) | list,
+             'declared': declared, 'written': stats | map(attribute='path') | list}) }}
+{% endmacro %}
+
+{% macro converge(rels, spec, published) %}
+  {#- Drops the records of partitions the catalog no longer lists, and
+      declares the bucket spec every listed partition's record agrees on, or
+      none while they differ (or one has no record). Decided from the
+      metadata and the catalog's list; only a change to a bucketed
+      declaration reads the other partitions (verified_spec). -#}
+  {%- do spark_bucketing.unset_properties(rels.target, published.unlisted_keys) -%}
+  {%- set records = published.records.values() | list -%}
+  {%- set common = namespace(spec=spark_bucketing.spec_record(spec) if records | length == 0 else records[0]) -%}
+  {%- for rec in records if common.spec is not none -%}
+    {%- if rec is none or not spark_bucketing.same_spec(rec, common.spec) -%}{%- set common.spec = none -%}{%- endif -%}
+  {%- endfor -%}
+  {%- if not spark_bucketing.same_spec(published.declared, common.spec) -%}
+    {%- set stats = none if common.spec is none else spark_bucketing.partition_stats(rels.target, spec.partition_by) -%}
+    {%- set target_spec = common.spec if common.spec is none
+        else spark_bucketing.verified_spec(rels.target, stats, common.spec, published) -%}
+    {%- if not spark_bucketing.same_spec(published.declared, target_spec) -%}
+      {%- do spark_bucketing.redeclare(rels, rels.target, target_spec, spec, stats) -%}
+    {%- endif -%}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro publish_partitions(rels, info, meta, spec, columns, plan) %}
+  {#- `plan`: a strategy's plan (strategies/). Returns the replaced folders
+      inside the table's folder, for the caller to delete once everything is
+      published. -#}
+  {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
+  {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows) -%}
+  {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions) -%}
+  {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, scope, plan.accounting) -%}
+  {%- do spark_bucketing.checkpoint('after_write') -%}
+  {%- set declared = spark_bucketing.undeclare_other_spec(rels, info, spec) -%}
+  {%- do spark_bucketing.checkpoint('before_switch') -%}
+  {%- do spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog) -%}
+  {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
+  {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
+  {%- do spark_bucketing.verify_switch(rels, spec, checked.stats, scope.catalog, checked.replaced) -%}
+  {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied, scope.catalog) -%}
+  {%- do adapter.drop_relation(rels.incr) -%}
+  {%- do spark_bucketing.checkpoint('before_cleanup') -%}
+  {%- do spark_bucketing.converge(rels, spec, spark_bucketing.published_state(meta, scope, checked.stats, written_props, declared)) -%}
+  {%- set obsolete = [] -%}
+  {%- for path, old in checked.replaced.items() if spark_bucketing.is_under(old.location, info.location) -%}
+    {%- do obsolete.append(old.location) -%}
+  {%- endfor -%}
+  {{ return(obsolete) }}
+{% endmacro %}

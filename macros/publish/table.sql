@@ -1,0 +1,24 @@
+{#- Publishing a whole table: write it into the free one of the model's two
+    folders under a side entry, verify it, record its metadata, then swap the
+    entries by renames. A failure at any step before the swap leaves the
+    previous table and its rows untouched. -#}
+
+{% macro replace_table(rels, spec, columns, sql, old_relation, old_info, accounting=none) %}
+  {#- `accounting`: a merge's row accounting (merge_row_accounting). -#}
+  {%- set owned = spark_bucketing.owned_locations(spec, rels.target) -%}
+  {%- set location = spark_bucketing.free_location(owned, old_info) -%}
+  {#- The free folder may hold an older build whose partitions the new one would not overwrite. -#}
+  {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
+  {%- do spark_bucketing.build_bucketed_relation(rels.tmp, spec, columns, sql, location) -%}
+  {%- set stats = spark_bucketing.verify_write(rels.tmp, spec, location, rels).stats -%}
+  {%- if accounting is not none -%}
+    {%- do spark_bucketing.check_row_accounting(rels.tmp, location, rels, spec.partition_by, stats, accounting) -%}
+  {%- endif -%}
+  {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats, accounting)) -%}
+  {%- do spark_bucketing.checkpoint('before_swap') -%}
+  {%- do spark_bucketing.swap_in(rels.tmp, old_relation, rels) -%}
+  {%- if old_relation is not none and old_info and old_info.type == 'external' and spark_bucketing.owns_location(old_info.location, owned) -%}
+    {#- An external table's files outlive its DROP; the previous build's folder is ours to clear. -#}
+    {%- do spark_bucketing.delete_locations([old_info.location], rels.scratch) -%}
+  {%- endif -%}
+{% endmacro %}

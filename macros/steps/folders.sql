@@ -1,0 +1,25 @@
+{#- Deleting folders the package owns (see catalog/locations.sql). -#}
+
+{% macro delete_locations(locations, scratch_relation) %}
+  {#- Spark SQL has no statement that deletes a folder, but dropping a managed
+      table deletes its folder and the folders of its partitions, wherever
+      they are. So one scratch managed table takes every folder as a
+      partition, then is dropped: three statements for any number of folders.
+      The metastore creates a partition's folder when it is missing, so a
+      folder that is already gone is no error (and logs none). -#}
+  {%- if not locations -%}{{ return(none) }}{%- endif -%}
+  {%- do spark_bucketing.drop_if_listed(scratch_relation) -%}
+  {%- call statement('spark_bucketing_scratch') -%}
+    create table {{ scratch_relation }} (unused int, __sb_folder int) using parquet partitioned by (__sb_folder)
+  {%- endcall -%}
+  {%- for batch in locations | batch(500) -%}
+    {%- set first = loop.index0 * 500 -%}
+    {%- call statement('spark_bucketing_scratch_folders') -%}
+      alter table {{ scratch_relation }} add
+      {%- for location in batch %}
+        partition (__sb_folder = {{ first + loop.index0 }}) location {{ spark_bucketing.sql_string(location) }}
+      {%- endfor %}
+    {%- endcall -%}
+  {%- endfor -%}
+  {%- do adapter.drop_relation(scratch_relation) -%}
+{% endmacro %}

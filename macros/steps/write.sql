@@ -1,0 +1,60 @@
+{#- Writing rows: a bucketed write (one file per bucket per partition) into a
+    new or emptied folder, and the staging of a model's rows. -#}
+
+{% macro build_bucketed_relation(relation, spec, columns, sql, location, bucketed_rows=false) %}
+  {#- Creates `relation` at `location` and fills it with one file per
+      (partition, bucket). The folder is new or emptied, so a plain INSERT
+      INTO writes it: the session's partitionOverwriteMode (which other
+      models, such as dbt-spark's insert_overwrite, set) plays no part, and
+      no session setting is changed. `bucketed_rows`: `sql` already holds
+      each bucket's rows in one task (merge_output_is_bucketed), so they are
+      written as they are, without the routed shuffle. -#}
+  {%- if spec.bucket_hash == 'hive' -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
+  {%- call statement('spark_bucketing_create') -%}
+    {{ spark_bucketing.create_bucketed_table_sql(relation, spec, columns, location) }}
+  {%- endcall -%}
+  {%- if spec.bucket_hash == 'hive' -%}
+    {#- Spark writes a Hive Parquet/ORC table through its own writer, which
+        takes the table's serde properties as write options. -#}
+    {%- call statement('spark_bucketing_write_options') -%}
+      alter table {{ relation }} set serdeproperties ('maxRecordsPerFile' = '0')
+    {%- endcall -%}
+  {%- endif -%}
+  {%- call statement('main') -%}
+    insert into table {{ relation }}
+    {%- if spec.partition_by %} partition ({{ spark_bucketing.quoted(spec.partition_by) | join(", ") }}){% endif %}
+    {%- if bucketed_rows %}
+    select {{ spark_bucketing.quoted(spark_bucketing.partition_columns_last(columns.keys() | list, spec.partition_by)) | join(', ') }} from ({{ sql }}) as __sb_bucketed
+    {%- else %}
+    {{ spark_bucketing.distributed_select_sql(spec, columns, sql) }}
+    {%- endif %}
+  {%- endcall -%}
+{% endmacro %}
+
+{% macro stage_new_rows(relation, columns, sql, location, partition_by) %}
+  {#- Runs the model's query once into a plain side table at `location`,
+      partitioned as the table is, so the catalog lists the partitions the
+      new rows fall in (staged_partitions) without reading them. The folder
+      is new: INSERT INTO, whatever the session's partitionOverwriteMode. -#}
+  {%- set ordered = spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
+  {%- call statement('spark_bucketing_stage') -%}
+    create table {{ relation }} (
+    {%- for name in ordered %}
+      {{ spark_bucketing.quoted([name])[0] }} {{ columns[name] }}{{ ',' if not loop.last }}
+    {%- endfor %}
+    ) using parquet
+    {%- if partition_by %} partitioned by ({{ spark_bucketing.quoted(partition_by) | join(', ') }}){% endif %}
+    location {{ spark_bucketing.sql_string(location) }}
+  {%- endcall -%}
+  {%- call statement('spark_bucketing_stage_rows') -%}
+    insert into table {{ relation }}
+    {%- if partition_by %} partition ({{ spark_bucketing.quoted(partition_by) | join(', ') }}){% endif %}
+    select {{ spark_bucketing.quoted(ordered) | join(', ') }} from ({{ sql }}) as __sb_model
+  {%- endcall -%}
+{% endmacro %}
+
+{% macro staged_partitions(relation) %}
+  {#- The partition values the staged new rows fall in, from the catalog:
+      [{column: value as string, or none for NULL}]. -#}
+  {{ return(spark_bucketing.catalog_partitions(relation).values() | list) }}
+{% endmacro %}

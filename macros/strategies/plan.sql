@@ -1,0 +1,56 @@
+{#- An incremental run, decided before anything is written: the run's
+    context (incremental_run), then the plan of its strategy
+    (incremental_plan): what to write and what the publish replaces. -#}
+
+{% macro static_filter_sql(sql, spec, partitions) -%}
+  {#- The model's rows, failing the write if any falls outside the static partitions. -#}
+  select * from ({{ sql }}) as __sb_new
+  where case when {{ spark_bucketing.partition_match(spec.partition_by, spark_bucketing.static_values(spec, partitions)) }} then true
+        else raise_error('spark_bucketing: model {{ model.unique_id }} returned a row outside its static partitions (config partitions)') end
+{%- endmacro %}
+
+{% macro incremental_run(rels, sql, spec, incr) %}
+  {#- Checks the query and the existing table against the configs, repairs
+      what a failed run left, and returns the run's context: {spec, incr,
+      merge, columns, new_sql, existing, info, meta, full_refresh, rebuild}. -#}
+  {%- set query_columns = spark_bucketing.query_columns(sql) -%}
+  {%- set merge = spark_bucketing.merge_config(query_columns) if incr.strategy == 'merge' else none -%}
+  {%- set columns = spark_bucketing.stored_columns(query_columns, merge) -%}
+  {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
+  {%- set new_sql = spark_bucketing.static_filter_sql(sql, spec, incr.partitions) if incr.partitions else sql -%}
+  {%- set existing = spark_bucketing.recover(rels) -%}
+  {%- set info = spark_bucketing.table_info(existing) if existing is not none and existing.is_table else none -%}
+  {%- set run = {'incr': incr, 'merge': merge, 'new_sql': new_sql, 'existing': existing, 'info': info, 'meta': none,
+                 'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec} -%}
+  {%- if not run.full_refresh -%}
+    {#- The table's properties are read once per run. -#}
+    {%- set meta = spark_bucketing.read_metadata(existing) -%}
+    {%- do run.update({'meta': meta, 'rebuild': spark_bucketing.check_incremental_target(spec, columns, info, meta, incr)}) -%}
+    {#- From here on, the table's own column names and order: the rows are
+        selected by name into them, and new partition folders are named as
+        the table's. -#}
+    {%- do run.update({'columns': info.columns, 'spec': spark_bucketing.validate_columns(spec, info.columns)}) -%}
+  {%- endif -%}
+  {{ return(run) }}
+{% endmacro %}
+
+{% macro stage_location(run) %}
+  {{ return(run.info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id ~ '__new') }}
+{% endmacro %}
+
+{% macro strategy_plan(run, whole, content, staged=false, replaced_partitions=none, accounting=none, bucketed_rows=false) %}
+  {#- A strategy's plan, what publish_incremental needs: the rows to write
+      (`content`), whether the table is rewritten `whole`, the `staged` rows
+      to drop afterwards, the partitions replaced even where the new rows
+      leave them empty, a merge's row accounting, and whether `content`
+      already holds each bucket's rows in one task. -#}
+  {{ return({'content': content, 'whole': whole, 'staged': staged, 'stage_location': spark_bucketing.stage_location(run),
+             'replaced_partitions': replaced_partitions, 'accounting': accounting, 'bucketed_rows': bucketed_rows}) }}
+{% endmacro %}
+
+{% macro stage(rels, run, columns, list_partitions) %}
+  {#- Runs the model's query once into rels.new; returns the partitions its
+      rows fall in when `list_partitions`, else none. -#}
+  {%- do spark_bucketing.stage_new_rows(rels.new, columns, run.new_sql, spark_bucketing.stage_location(run), run.spec.partition_by) -%}
+  {{ return(spark_bucketing.staged_partitions(rels.new) if list_partitions else none) }}
+{% endmacro %}

@@ -1,0 +1,47 @@
+{#- The bucket spec record, the one shape every part of the package compares:
+    {hash, clustered_by, buckets, sorted_by}, as the metadata stores it. A
+    model's spec and a table's catalog description both carry the hash
+    family as `bucket_hash` (the config's name); spec_record is the one
+    place that turns either into a record, with_record the one way back. -#}
+
+{% macro spec_record(spec) %}
+  {{ return({'hash': spec.bucket_hash, 'clustered_by': spec.clustered_by, 'buckets': spec.buckets, 'sorted_by': spec.sorted_by}) }}
+{% endmacro %}
+
+{% macro declared_spec(info) %}
+  {#- The record of the spec a table's catalog entry declares (table_info), or none. -#}
+  {{ return(spark_bucketing.spec_record(info) if info.buckets else none) }}
+{% endmacro %}
+
+{% macro with_record(spec, record) %}
+  {#- `spec` declaring `record` (none: unbucketed). -#}
+  {%- set out = spec.copy() -%}
+  {%- do out.update({'buckets': none}) -%}
+  {%- if record -%}
+    {%- do out.update({'bucket_hash': record.hash, 'clustered_by': record.clustered_by, 'buckets': record.buckets, 'sorted_by': record.sorted_by}) -%}
+  {%- endif -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro same_spec(a, b) %}
+  {#- Column names compare case-insensitively, as Spark resolves them. -#}
+  {%- if a is none or b is none -%}{{ return(a is none and b is none) }}{%- endif -%}
+  {{ return(a.hash == b.hash and a.buckets == b.buckets
+      and a.clustered_by | map('lower') | list == b.clustered_by | map('lower') | list
+      and a.sorted_by | map('lower') | list == b.sorted_by | map('lower') | list) }}
+{% endmacro %}
+
+{% macro describe_spec(s) %}
+  {%- if s is none -%}{{ return('unbucketed') }}{%- endif -%}
+  {{ return(s.buckets ~ ' buckets on (' ~ (s.clustered_by | join(', ')) ~ '), ' ~ s.hash ~ ' hash'
+      ~ (', sorted by (' ~ (s.sorted_by | join(', ')) ~ ')' if s.sorted_by else '')) }}
+{% endmacro %}
+
+{% macro power_of_two_multiple(a, b) %}
+  {%- set hi = [a, b] | max -%}
+  {%- set lo = [a, b] | min -%}
+  {%- if hi % lo != 0 -%}{{ return(false) }}{%- endif -%}
+  {%- set ns = namespace(r=(hi // lo)) -%}
+  {%- for _ in range(40) if ns.r > 1 and ns.r % 2 == 0 -%}{%- set ns.r = ns.r // 2 -%}{%- endfor -%}
+  {{ return(ns.r == 1) }}
+{% endmacro %}

@@ -1,0 +1,92 @@
+{#- The configs of bucketed_incremental, and the existing table checked
+    against this run, before any statement that writes. -#}
+
+{% macro static_partitions_config(spec, partitions) %}
+  {#- Config `partitions` as a list of {partition column: value}. -#}
+  {%- if partitions is string or partitions is mapping or partitions is not iterable -%}
+    {%- set partitions = [partitions] -%}
+  {%- endif -%}
+  {%- set normalized = [] -%}
+  {%- for p in partitions -%}
+    {%- if p is mapping -%}
+      {%- if p.keys() | map('lower') | sort | list != spec.partition_by | map('lower') | sort | list -%}
+        {%- do spark_bucketing.config_error('partitions', "entry " ~ p ~ " must give a value for each of " ~ (spec.partition_by | join(', ')),
+            "write each entry as {" ~ (spec.partition_by | join(": ..., ")) ~ ": ...}") -%}
+      {%- endif -%}
+      {%- do normalized.append(p) -%}
+    {%- elif spec.partition_by | length == 1 and p is not none -%}
+      {%- do normalized.append({spec.partition_by[0]: p}) -%}
+    {%- else -%}
+      {%- do spark_bucketing.config_error('partitions', "entry " ~ p ~ " is not a mapping of partition column to value",
+          "write e.g. partitions=[{'order_date': '2024-06-01'}]") -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(normalized) }}
+{% endmacro %}
+
+{% macro incremental_config(spec) %}
+  {%- set strategy = config.get('incremental_strategy') or 'insert_overwrite' -%}
+  {%- if strategy not in ('insert_overwrite', 'append', 'merge') -%}
+    {%- do spark_bucketing.config_error('incremental_strategy', "must be 'insert_overwrite', 'append' or 'merge', got '" ~ strategy ~ "'",
+        "use insert_overwrite (replace the partitions the new rows fall in), append (add rows; touched partitions are rewritten) or merge (upsert and delete by unique_key)") -%}
+  {%- endif -%}
+  {%- set on_change = config.get('on_bucket_change') or 'fail' -%}
+  {%- if on_change not in ('fail', 'rebuild', 'evolve') -%}
+    {%- do spark_bucketing.config_error('on_bucket_change', "must be 'fail', 'rebuild' or 'evolve', got '" ~ on_change ~ "'",
+        "see docs/incremental.md, section on bucket spec changes") -%}
+  {%- endif -%}
+  {%- set partitions = config.get('partitions') -%}
+  {%- if partitions is not none -%}
+    {%- if strategy != 'insert_overwrite' or not spec.partition_by -%}
+      {%- do spark_bucketing.config_error('partitions', "static partitions need incremental_strategy='insert_overwrite' and partition_by",
+          "remove partitions, or set both") -%}
+    {%- endif -%}
+    {%- set partitions = spark_bucketing.static_partitions_config(spec, partitions) -%}
+  {%- endif -%}
+  {{ return({'strategy': strategy, 'on_bucket_change': on_change, 'partitions': partitions}) }}
+{% endmacro %}
+
+{% macro check_table_shape(spec, columns, info) %}
+  {#- The query's columns, partition columns and file format match the table's. -#}
+  {%- set fix = "run once with --full-refresh to rebuild the table" -%}
+  {%- set table_cols = {} -%}
+  {%- for name, type in info.columns.items() -%}{%- do table_cols.update({name | lower: type | lower}) -%}{%- endfor -%}
+  {%- set query_cols = {} -%}
+  {%- for name, type in columns.items() -%}{%- do query_cols.update({name | lower: type | lower}) -%}{%- endfor -%}
+  {%- if table_cols != query_cols -%}
+    {%- do spark_bucketing.config_error('columns', "the query's columns (" ~ query_cols ~ ") differ from the table's (" ~ table_cols ~ ")", fix) -%}
+  {%- endif -%}
+  {%- if info.partition_by | map('lower') | list != spec.partition_by | map('lower') | list -%}
+    {%- do spark_bucketing.config_error('partition_by', "is " ~ spec.partition_by ~ " but the table is partitioned by " ~ info.partition_by, fix) -%}
+  {%- endif -%}
+  {%- if info.file_format != spec.file_format -%}
+    {%- do spark_bucketing.config_error('file_format', "is '" ~ spec.file_format ~ "' but the table's files are " ~ info.file_format, fix) -%}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro check_incremental_target(spec, columns, info, meta, incr) %}
+  {#- Checks an existing table against this run; returns true when the run
+      must rebuild the table whole (on_bucket_change='rebuild', or a table
+      this package did not build). Fails before any write otherwise. -#}
+  {%- do spark_bucketing.check_table_shape(spec, columns, info) -%}
+  {%- set old = meta.spec or spark_bucketing.declared_spec(info) -%}
+  {%- if old is none or info.type != 'external' -%}
+    {%- do log("spark_bucketing: " ~ this ~ " was not built by this package; rebuilding it whole", info=true) -%}
+    {{ return(true) }}
+  {%- endif -%}
+  {%- set new = spark_bucketing.spec_record(spec) -%}
+  {%- if spark_bucketing.same_spec(old, new) -%}{{ return(false) }}{%- endif -%}
+
+  {%- if incr.on_bucket_change == 'fail' -%}
+    {%- do spark_bucketing.config_error('on_bucket_change', "the bucket spec changed from " ~ spark_bucketing.describe_spec(old)
+        ~ " to " ~ spark_bucketing.describe_spec(new) ~ ", and on_bucket_change is 'fail'",
+        "set on_bucket_change='rebuild' to rewrite every partition with the new spec, or on_bucket_change='evolve' to write new partitions with it and keep the old ones as they are (or restore the old spec)") -%}
+  {%- endif -%}
+  {%- if old.buckets != new.buckets and incr.on_bucket_change == 'evolve' -%}
+    {%- if not spark_bucketing.power_of_two_multiple(old.buckets, new.buckets) -%}
+      {%- do exceptions.warn("spark_bucketing: model '" ~ model.unique_id ~ "': bucket count " ~ old.buckets ~ " -> " ~ new.buckets
+          ~ " is not a power-of-two multiple; Trino cannot read partitions with these two counts together as bucketed") -%}
+    {%- endif -%}
+  {%- endif -%}
+  {{ return(incr.on_bucket_change == 'rebuild') }}
+{% endmacro %}

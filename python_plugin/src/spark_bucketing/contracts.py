@@ -1,0 +1,51 @@
+"""Names and formats this package shares with the dbt macros and the Spark
+extension: the one Python place for each. tests/test_contracts.py ties them
+to their SQL twins (macros/) and their Scala twins (scala/Contracts.scala)."""
+
+from __future__ import annotations
+
+import re
+
+#: Table properties that hold the partition-level metadata (format version 1,
+#: docs/metadata.md). Written by macros/catalog/metadata.sql.
+METADATA_PREFIX = "spark_bucketing."
+FORMAT_VERSION_KEY = METADATA_PREFIX + "format_version"
+SPEC_KEY = METADATA_PREFIX + "spec"
+TABLE_KEY = METADATA_PREFIX + "table"
+PARTITION_KEY_PREFIX = METADATA_PREFIX + "partition."
+
+#: The bucket id in a data file's name: the last `_<digits>` before the
+#: extensions, as Spark reads it (BucketingUtils). It also reads Hive-style
+#: names written by Spark (`00003_0_part-..._00003.c000.snappy.parquet`).
+BUCKET_IN_NAME = re.compile(r".*_(\d+)(?:\..*)?$")
+
+#: The only name Spark's bucketed writer gives a file (both table kinds); the
+#: extension reads a scan bucketed only when every file carries it.
+SPARK_BUCKET_FILE_NAME = re.compile(r"^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$")
+
+#: The extension's class and its per-plan switch (false: plan as stock Spark).
+EXTENSION_CLASS = "sparkbucketing.BucketingExtensions"
+EXTENSION_SWITCH = "spark_bucketing.extension.enabled"
+
+#: Spark's setting that makes a bucketed scan report its sort order.
+SORT_ORDERING_SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"
+
+#: Spark's other names for the types the hash families and the checker know.
+TYPE_ALIASES = {
+    "integer": "int",
+    "long": "bigint",
+    "short": "smallint",
+    "byte": "tinyint",
+    "bool": "boolean",
+    "real": "float",
+}
+
+#: Column types whose Hive v1 hash Spark computes exactly as Hive does
+#: (checked against Hive's ObjectInspectorUtils.getBucketNumber in
+#: tests/test_hashing.py). SQL twin: spark_bucketing.hive_hash_types().
+HIVE_HASH_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "boolean", "date", "float", "double")
+
+
+def normalize_type(type_name: str) -> str:
+    t = type_name.strip().lower()
+    return TYPE_ALIASES.get(t, t)

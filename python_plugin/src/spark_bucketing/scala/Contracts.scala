@@ -1,0 +1,14 @@
+package sparkbucketing
+
+/** Names and formats shared with the dbt macros and the Python package
+ *  (spark_bucketing/contracts.py); tests/test_contracts.py ties them. */
+object Contracts {
+  /** The property this package's materializations give every table they build. */
+  val FormatVersionKey = "spark_bucketing.format_version"
+  /** A partition's metadata record: the key prefix, then the partition's path. */
+  val PartitionKeyPrefix = "spark_bucketing.partition."
+  /** The extension's per-plan switch: false plans as stock Spark does. */
+  val ExtensionSwitch = "spark_bucketing.extension.enabled"
+  /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */
+  val SparkBucketFileName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$"""
+}

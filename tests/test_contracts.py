@@ -1,0 +1,108 @@
+"""The names and formats shared by the macros, the Python package and the
+Spark extension are the same in each language, and live in one place per
+language (spark_bucketing/contracts.py, scala/Contracts.scala, one macro
+each). Reads sources; no JVM."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from spark_bucketing import contracts
+from spark_bucketing.files import bucket_of
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "python_plugin" / "src" / "spark_bucketing"
+SCALA = PACKAGE / "scala"
+
+
+def _macro_body(name: str) -> str:
+    for path in (ROOT / "macros").rglob("*.sql"):
+        m = re.search(r"{%\s*macro\s+" + name + r"\(.*?{%\s*endmacro\s*%}", path.read_text(), re.S)
+        if m:
+            return m.group(0)
+    raise AssertionError(f"macro {name} not found")
+
+
+def _macro_return_string(name: str) -> str:
+    (value,) = re.findall(r"return\('([^']*)'\)", _macro_body(name))
+    return value
+
+
+def _scala_vals() -> dict[str, str]:
+    text = (SCALA / "Contracts.scala").read_text()
+    out = {name: value for name, value in re.findall(r'val (\w+) = "([^"]*)"\n', text)}
+    out.update(re.findall(r'val (\w+) = """(.*?)"""', text))
+    return out
+
+
+def test_metadata_keys_agree():
+    assert _macro_return_string("metadata_prefix") == contracts.METADATA_PREFIX
+    scala = _scala_vals()
+    assert scala["FormatVersionKey"] == contracts.FORMAT_VERSION_KEY
+    assert scala["PartitionKeyPrefix"] == contracts.PARTITION_KEY_PREFIX
+    # The macros build the keys from the prefix with these suffixes.
+    body = _macro_body("metadata_properties") + _macro_body("partition_key")
+    for key in (contracts.FORMAT_VERSION_KEY, contracts.SPEC_KEY, contracts.TABLE_KEY, contracts.PARTITION_KEY_PREFIX):
+        assert f"'{key.removeprefix(contracts.METADATA_PREFIX)}'" in body
+
+
+def test_extension_switch_agrees():
+    assert _scala_vals()["ExtensionSwitch"] == contracts.EXTENSION_SWITCH
+
+
+def test_hive_hash_types_agree():
+    body = _macro_body("hive_hash_types")
+    assert tuple(re.findall(r"'(\w+)'", body)) == contracts.HIVE_HASH_TYPES
+
+
+NAMES = [
+    ("part-00000-1b2c-4d5e_00003.c000.snappy.parquet", 3),  # a datasource table's
+    ("00003_0_part-00000-1b2c-4d5e_00003.c000.snappy.parquet", 3),  # a Hive table's, written by Spark
+    ("part-00001-aa_00012.c000.zstd.orc", 12),
+    ("part-00001-aa_00012.c000", 12),
+    ("000003_0", 0),  # Hive's own name: Spark reads the id after the last "_"
+    ("part-00000-1b2c-4d5e.c000.snappy.parquet", None),  # no bucket id
+    ("data.parquet", None),
+]
+
+
+@pytest.mark.parametrize("name,bucket", NAMES)
+def test_the_bucket_in_a_file_name_is_read_alike(name, bucket):
+    assert bucket_of(name) == bucket
+    sql = re.match(_macro_return_string("bucket_file_pattern"), "file:/w/t/p=1/" + name)
+    assert (int(sql.group(1)) if sql else None) == bucket
+    # The extension's stricter reading: only the names Spark's writer gives.
+    scala = re.match(_scala_vals()["SparkBucketFileName"], name)
+    assert (int(scala.group(2)) if scala else None) == (
+        bucket if name.startswith(("part-", "0000")) and ".c0" in name else None
+    )
+    assert _scala_vals()["SparkBucketFileName"] == contracts.SPARK_BUCKET_FILE_NAME.pattern
+
+
+SHARED_LITERALS = [
+    contracts.SORT_ORDERING_SETTING,
+    contracts.PARTITION_KEY_PREFIX,
+    contracts.FORMAT_VERSION_KEY,
+    contracts.EXTENSION_SWITCH,
+    contracts.EXTENSION_CLASS,
+]
+
+
+@pytest.mark.parametrize("literal", SHARED_LITERALS)
+def test_each_shared_name_is_written_once_per_language(literal):
+    python = [p.name for p in PACKAGE.rglob("*.py") if f'"{literal}' in p.read_text() or f"'{literal}" in p.read_text()]
+    assert python in ([], ["contracts.py"])
+    scala = [p.name for p in SCALA.glob("*.scala") if f'"{literal}"' in p.read_text()]
+    assert scala in ([], ["Contracts.scala"])
+
+
+def test_type_aliases_are_one_table():
+    from spark_bucketing import hashing
+    from spark_bucketing.checker import keytypes
+
+    for alias, name in contracts.TYPE_ALIASES.items():
+        assert hashing.normalize_type(alias.upper()) == name
+        assert keytypes.norm_type(alias) == name

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from spark_bucketing.files import local_path
+from spark_bucketing.metadata import partition_records
 from tests.support.dbt_project import failure_text
 
 AWKWARD_PIECES = [
@@ -129,6 +130,23 @@ def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, req
         extra=("--vars", json.dumps({"source": source})),
     )
     assert result.success, failure_text(result)
+    assert_readers_agree(spark, f"{dbt_project.schema}.{name}")
+
+
+def assert_readers_agree(spark, table: str) -> None:
+    """The Python and Scala readers of the metadata format read the records
+    the macros wrote (md5 keys for long paths, escaped folder names): one
+    record per partition the catalog lists, with the same files and spec."""
+    props = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+    records = partition_records(props)
+    assert {r.path for r in records} == {r.partition for r in spark.sql(f"show partitions {table}").collect()}
+    state = spark._jsparkSession.sessionState()
+    catalog_table = state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(table))
+    scala = spark._jvm.sparkbucketing.PartitionRecords.of(catalog_table)
+    read = [scala.apply(i) for i in range(scala.size())]
+    assert sorted((r.files(), r.hash(), r.spec().numBuckets()) for r in read) == sorted(
+        (r.files, r.spec.hash, r.spec.buckets) for r in records
+    )
 
 
 def test_folder_of_a_file_is_the_folder_spark_wrote(spark, dbt_project):

@@ -65,7 +65,7 @@ def test_bad_arguments_raise_actionable_errors():
 def test_supported_hive_types_match_the_macro():
     from pathlib import Path
 
-    macro = (Path(__file__).resolve().parents[1] / "macros" / "hashing.sql").read_text()
+    macro = (Path(__file__).resolve().parents[1] / "macros" / "utils" / "hashing.sql").read_text()
     listed = macro.split("{{ return([", 1)[1].split("]", 1)[0]
     assert [t.strip(" '") for t in listed.split(",")] == list(hashing.HIVE_HASH_TYPES)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness.dbt_process import DbtProcessProject, best_of_two_alternating  # noqa: E402
 from spark_bucketing.files import data_files  # noqa: E402
-from tests.support.dbt_process import DbtProcessProject, best_of_two_alternating  # noqa: E402
 
 SQL = "select id as k, concat('v', id) as v{day} from range(0, {rows}, 1, 4)"
 DAY = ", date_add(date'2024-01-01', cast(id % 2 as int)) as day"

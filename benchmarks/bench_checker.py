@@ -21,10 +21,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from harness.dbt_project import DbtProject, failure_text  # noqa: E402
+from harness.spark import make_session  # noqa: E402
 from spark_bucketing.checker.engines import EngineSettings  # noqa: E402
 from spark_bucketing.checker.project import run_check  # noqa: E402
-from tests.support.dbt_project import DbtProject, failure_text  # noqa: E402
-from tests.support.spark import make_session  # noqa: E402
 
 TEMPLATES = [
     "select a.k, a.v, b.w from {{{{ ref('{a}') }}}} a join {{{{ ref('{b}') }}}} b on a.k = b.k",

@@ -27,8 +27,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from harness.dbt_process import DbtProcessProject  # noqa: E402
 from spark_bucketing.files import data_files  # noqa: E402
-from tests.support.dbt_process import DbtProcessProject  # noqa: E402
 
 FACT = """
 select id as order_id,
@@ -158,7 +158,7 @@ def full_build(base: Path, rows: int, tasks: int, days: int, buckets: int) -> No
 
 def downstream_queries(project: DbtProcessProject, tags: list[str]) -> dict:
     """Join + aggregation per side in one Spark session on the project's metastore."""
-    from tests.support.spark import make_session
+    from harness.spark import make_session
 
     state = project.root / "state"
     spark = make_session(state)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.dbt_project import DbtProject
-from tests.support.spark import make_session
+from harness.dbt_project import DbtProject
+from harness.spark import make_session
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,10 +9,10 @@ from collections import Counter
 
 import pytest
 
+from harness.dbt_project import failure_text
+from harness.spark import describe
 from spark_bucketing import hashing
-from tests.support.dbt_project import failure_text
 from tests.support.layout import check_layout
-from tests.support.spark import describe
 
 # 12 input tasks everywhere: range(start, end, step, numPartitions).
 TASKS = 12
@@ -195,7 +195,7 @@ def test_write_is_spread_over_tasks(spark, dbt_project, built):
     this module's 3 shuffle partitions are 3 tasks of 3, 2 and 2 buckets."""
     import re
 
-    from tests.support.spark import data_files, table_location
+    from harness.spark import data_files, table_location
 
     buckets_per_task = Counter(
         re.search(r"part-(\d+)", f.name).group(1)

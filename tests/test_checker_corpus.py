@@ -8,13 +8,13 @@ from collections import Counter
 
 import pytest
 
+from harness.dbt_project import DbtProject
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.engines import SESSION_KEYS
 from spark_bucketing.checker.relations import relation_from_live
 from spark_bucketing.checker.verify import explain, scans, session_conf, session_values, verify
 from spark_bucketing.connection import DbtTargetClient
 from spark_bucketing.metadata import SparkClient
-from tests.support.dbt_project import DbtProject
 from tests.support.incremental import run_model
 
 S = "t_checker_corpus"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.spark import TEST_JVM_FLAGS
+from harness.spark import TEST_JVM_FLAGS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TABLE = "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 400)"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.spark import table_location
 from spark_bucketing.files import data_files
 from tests.support.layout import check_layout
-from tests.support.spark import table_location
 
 
 def _sql(parts: int) -> str:

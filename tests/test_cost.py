@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.dbt_project import failure_text
 from spark_bucketing.files import input_file_path
-from tests.support.dbt_project import failure_text
 from tests.support.incremental import (
     MODEL_SQL,
     Expected,

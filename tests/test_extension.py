@@ -8,19 +8,19 @@ with it on."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
+from harness.dbt_project import failure_text
+from harness.spark import extension_on
+from spark_bucketing import plans
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import relation_from_live
 from spark_bucketing.checker.verify import session_conf, verify
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import SparkClient
-from tests.support.dbt_project import failure_text
 from tests.support.extension_tables import EVOLVING as EVOLVING_TABLES
 from tests.support.extension_tables import TABLES, build_tables, reference_rows, rows
-from tests.support.spark import extension_on
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +32,9 @@ def exchanges(spark, sql: str, adaptive: bool = False, **conf: str) -> int:
     """Exchange nodes (a reused one counts) in the plan Spark runs: adaptive
     execution off, so the plan is final before it runs, or on, the plan it
     starts from (before any stage runs)."""
-    settings = {"spark.sql.adaptive.enabled": str(adaptive).lower(), **conf}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
-    try:
-        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
-    finally:
-        for key in settings:
-            spark.conf.unset(key)
-    return sum(bool(re.match(r"^[\s:+-]*(\*\(\d+\) )?(Reused)?Exchange\b", line)) for line in plan.splitlines())
+    return plans.exchanges(
+        plans.executed_plan(spark, sql, **{"spark.sql.adaptive.enabled": str(adaptive).lower(), **conf})
+    )
 
 
 # (query, Exchanges with the extension on, Exchanges with it off). {t} is the schema.
@@ -260,12 +254,8 @@ def test_the_checker_models_the_extension(spark, tables, on):
 
 def test_the_other_side_is_shuffled_by_hives_hash(spark, tables):
     sql = f"select a.v, b.v from {tables}.h8 a join {tables}.plain b on a.k = b.k"
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        with extension_on(spark):
-            plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
-    finally:
-        spark.conf.unset("spark.sql.adaptive.enabled")
+    with extension_on(spark):
+        plan = plans.executed_plan(spark, sql, **{"spark.sql.adaptive.enabled": "false"})
     assert "Exchange hivehashpartitioning(k#" in plan and ", 8)" in plan, plan
     assert "HiveHashBucketedScan" in plan
 
@@ -279,7 +269,7 @@ def test_a_filter_on_the_bucket_column_reads_every_bucket(spark, tables):
         " where x.k in (3, 5, 7) or x.k is null"
     )
     with extension_on(spark):
-        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+        plan = plans.executed_plan(spark, sql)
         got = rows(spark, sql)
     assert "SelectedBucketsCount: 8 out of 8" in plan, plan
     assert got == reference_rows(spark, sql) and got[0][0] > 0
@@ -300,7 +290,7 @@ def test_a_table_with_files_spark_did_not_name_is_read_unbucketed(spark, tables,
     spark.sql(f"refresh table {schema}.foreign_named")
     sql = f"select a.k, count(*) from {schema}.foreign_named a join {schema}.h8b b on a.k = b.k group by a.k"
     with extension_on(spark):
-        plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+        plan = plans.executed_plan(spark, sql)
         got = rows(spark, sql)
     assert "FileScan parquet " + f"spark_catalog.{schema}.foreign_named" in plan
     assert plan.count("HiveHashBucketedScan") == 1, plan  # only h8b

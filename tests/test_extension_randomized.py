@@ -14,8 +14,9 @@ import re
 
 import pytest
 
+from harness.spark import extension_on
+from spark_bucketing import plans
 from tests.support.extension_tables import EVOLVING, TABLES, build_tables, reference_rows, rows
-from tests.support.spark import extension_on
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
     for i in range(200):
         sql = random_query(rng, tables)
         with extension_on(spark):
-            plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+            plan = plans.executed_plan(spark, sql)
             got = rows(spark, sql)
         evolving_bucketed += bool(EVOLVING_SCAN.search(plan))
         assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.dbt_project import DbtProject, node_messages
+from harness.dbt_project import DbtProject, node_messages
+from harness.spark import describe
 from tests.support.layout import check_layout
-from tests.support.spark import describe
 
 GOOD_SQL = "select cast(id as int) as k, cast(id % 3 as string) as p, id as v from range(0, 1000, 1, 4)"
 GOOD = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 8, "partition_by": "p"}

@@ -12,9 +12,9 @@ import pytest
 from pyspark.sql import Row
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
+from harness.spark import BUCKET_IN_NAME, data_files, table_location
 from spark_bucketing import hashing
 from tests.support.hive_oracle import HiveOracle
-from tests.support.spark import BUCKET_IN_NAME, data_files, table_location
 
 I32, I64 = 2**31, 2**63
 VALUES: dict[str, list] = {

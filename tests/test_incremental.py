@@ -11,8 +11,8 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from spark_bucketing import cli
-from tests.support.dbt_project import failure_text, node_messages
+from harness.dbt_project import failure_text, node_messages
+from spark_bucketing import cli, plans
 from tests.support.incremental import (
     Expected,
     declared,
@@ -118,7 +118,7 @@ def test_on_bucket_change_rebuild_rewrites_every_partition(spark, dbt_project):
 
 
 def _join_exchanges(spark, sql):
-    return spark.sql(sql)._jdf.queryExecution().executedPlan().toString().count("Exchange hashpartitioning")
+    return plans.exchanges(plans.executed_plan(spark, sql), "hashpartitioning")
 
 
 def test_evolve_declares_unbucketed_until_partitions_agree_then_bucket_joins_return(spark, dbt_project):

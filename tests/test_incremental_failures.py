@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.dbt_project import failure_text, node_messages
+from harness.dbt_project import failure_text, node_messages
 from tests.support.incremental import (
     Expected,
     declared,

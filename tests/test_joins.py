@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from spark_bucketing import plans
+
 
 def _exchanges_under_join(spark, sql: str) -> int:
-    plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    plan = plans.executed_plan(spark, sql)
     assert "SortMergeJoin" in plan or "ShuffledHashJoin" in plan, plan
     return plan.count("Exchange")
 
@@ -56,12 +58,7 @@ def test_spark_hash_tables_join_without_exchange(spark, tables):
 
 
 def test_spark_hash_aggregation_on_bucket_key_needs_no_exchange(spark, tables):
-    plan = (
-        spark.sql(f"select user_id, count(*) from {tables}.orders_spark group by user_id")
-        ._jdf.queryExecution()
-        .executedPlan()
-        .toString()
-    )
+    plan = plans.executed_plan(spark, f"select user_id, count(*) from {tables}.orders_spark group by user_id")
     assert "Exchange" not in plan
 
 

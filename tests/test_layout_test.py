@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
+from harness.spark import data_files, table_location
 from spark_bucketing import hashing
-from tests.support.spark import data_files, table_location
 
 N = 4
 

@@ -14,10 +14,11 @@ from datetime import date
 
 import pytest
 
+from harness.dbt_project import DbtProject, failure_text, node_messages
+from harness.spark import REPO_ROOT, table_location
+from spark_bucketing import plans
 from spark_bucketing.files import data_files, local_path
-from tests.support.dbt_project import DbtProject, failure_text, node_messages
 from tests.support.incremental import metadata
-from tests.support.spark import REPO_ROOT, table_location
 
 COLUMNS = ("id", "day", "payload", "amount")
 
@@ -271,7 +272,7 @@ def test_the_table_side_of_a_merge_is_read_bucketed_without_a_shuffle(spark, dbt
     marker = f"insert into table {dbt_project.schema}.{name}__dbt_incr"
     (write,) = [s for s in statements if marker in s.lower()]
     select = write[write.lower().index("select", write.lower().index(marker)) :]
-    plan = spark.sql(select)._jdf.queryExecution().executedPlan().toString()
+    plan = plans.executed_plan(spark, select)
     scans = {table.rsplit(".", 1)[-1]: shuffled for table, shuffled in _shuffled_scans(plan).items()}
     # The table's side is read bucketed with no Exchange; only the new rows are
     # shuffled, and the join's tasks are the buckets: the write adds no shuffle.

@@ -10,12 +10,12 @@ from collections import Counter
 
 import pytest
 
+from harness.dbt_process import DbtProcessProject
+from harness.dbt_project import failure_text
+from harness.spark import TEST_JVM_FLAGS, table_location
 from spark_bucketing import hashing
 from spark_bucketing.files import data_files, input_file_path
-from tests.support.dbt_process import DbtProcessProject
-from tests.support.dbt_project import failure_text
 from tests.support.layout import table_layout_problems
-from tests.support.spark import TEST_JVM_FLAGS, table_location
 
 
 def _damaged_table(spark, dbt_project, name):

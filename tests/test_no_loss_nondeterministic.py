@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.support.dbt_project import failure_text
+from harness.dbt_project import failure_text
 from tests.support.layout import table_layout_problems
 
 NONDETERMINISTIC = """

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.dbt_project import failure_text
 from spark_bucketing.files import local_path
 from spark_bucketing.metadata import partition_records
-from tests.support.dbt_project import failure_text
 
 AWKWARD_PIECES = [
     " ", "/", "=", ":", "%", "'", "\\", "#", "?", "[", "]", "*", "&", "+", "ü", "ß", "東京", "%2F", "%20", ",", "\"",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 
+from spark_bucketing import plans
 from tests.support.incremental import Expected, declared, partition_layout_problems, run_model, table_rows
 
 RUNS = 26
@@ -26,8 +27,8 @@ def _answers(spark, table, dim, lookups):
 
 
 def _plan_uses_buckets(spark, table):
-    plan = spark.sql(f"select k, count(*) from {table} group by k")._jdf.queryExecution().executedPlan().toString()
-    return "Exchange hashpartitioning" not in plan
+    plan = plans.executed_plan(spark, f"select k, count(*) from {table} group by k")
+    return plans.exchanges(plan, "hashpartitioning") == 0
 
 
 def test_randomized_incremental_runs_answer_like_unbucketed_reads(spark, dbt_project):

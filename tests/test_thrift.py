@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
+from harness.dbt_project import DbtProject, failure_text
 from spark_bucketing import extension
 from spark_bucketing.files import bucket_of, input_file_path, local_path
 from spark_bucketing.metadata import ThriftClient, read_table_metadata
 from tests.support.cluster import StandaloneCluster
-from tests.support.dbt_project import DbtProject, failure_text
 from tests.support.hive_oracle import HiveOracle
 from tests.support.layout import check_files
 from tests.support.thrift_server import ThriftServer

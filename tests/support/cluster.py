@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyspark
 
-from tests.support.spark import TEST_JVM_FLAGS
+from harness.spark import TEST_JVM_FLAGS
 from tests.support.thrift_server import free_port
 
 

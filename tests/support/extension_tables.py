@@ -6,8 +6,8 @@ off, every side shuffled by Spark."""
 
 from __future__ import annotations
 
+from harness.spark import extension_on
 from tests.support.incremental import run_model
-from tests.support.spark import extension_on
 
 ROWS = "range(0, {n}, 1, 5)"
 # Keys with NULLs and repeats; a string key; a day partition.

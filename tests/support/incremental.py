@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from harness.dbt_project import DbtProject, failure_text
 from spark_bucketing import hashing
 from spark_bucketing.files import bucket_of, local_path
 from spark_bucketing.metadata import SparkClient, partition_records, read_table_metadata
-from tests.support.dbt_project import DbtProject, failure_text
 
 MODEL_SQL = """
 {{ config(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyspark
 
-from tests.support.spark import LOG4J_CONF, TEST_JVM_FLAGS
+from harness.spark import LOG4J_CONF, TEST_JVM_FLAGS
 
 
 def free_port() -> int:

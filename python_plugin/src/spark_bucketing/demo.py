@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from spark_bucketing import extension
+from spark_bucketing import extension, plans
 from spark_bucketing.files import bucket_of, local_path
 from spark_bucketing.metadata import SparkClient, read_table_metadata
 
@@ -66,7 +66,7 @@ def print_report(rows: list[dict]) -> None:
 
 
 def exchanges(spark, sql: str) -> int:
-    return spark.sql(sql)._jdf.queryExecution().executedPlan().toString().count("Exchange")
+    return plans.exchanges(plans.executed_plan(spark, sql))
 
 
 # Lines of the same order (products bought together): a self-join of the

@@ -12,7 +12,7 @@ from spark_bucketing import extension
 from spark_bucketing.files import BUCKET_IN_NAME, data_files, local_path  # noqa: F401 (re-exported for tests)
 from spark_bucketing.sparksession import local_session
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"
 # The test JVMs compile with C1 only and collect with one thread: the suite
 # runs four workers' JVMs on two cores over small data, where C2's compile

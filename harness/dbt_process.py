@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 DBT = str(Path(sys.executable).with_name("dbt"))
 
 

@@ -162,3 +162,63 @@ def relation_from_live(client: SqlClient, name: str) -> RelationInfo:
         built_by_package=meta.built_by_package,
         complete=True,
     )
+
+
+def _spec_json(spec: BucketSpec | None) -> dict | None:
+    if spec is None:
+        return None
+    return {
+        "hash": spec.hash,
+        "clustered_by": list(spec.clustered_by),
+        "buckets": spec.buckets,
+        "sorted_by": list(spec.sorted_by),
+    }
+
+
+def catalog_to_json(catalog: Catalog) -> dict:
+    """A catalog as plain JSON, as the checker reads it: a frozen catalog.
+    Partition records keep what the checker uses (spec, files, values, path),
+    not where or when they were written."""
+    out = {}
+    for key, info in sorted(catalog.relations.items()):
+        out[key] = {
+            "columns": info.columns,
+            "bucket": _spec_json(info.bucket),
+            "partition_by": info.partition_by,
+            "partitions": [
+                {"path": p.path, "spec": _spec_json(p.spec), "files": p.files, "rows": p.rows, "values": p.values}
+                for p in sorted(info.partitions, key=lambda p: p.path)
+            ],
+            "latest": _spec_json(info.latest),
+            "built_by_package": info.built_by_package,
+            "complete": info.complete,
+            "unknown": info.unknown,
+        }
+    return out
+
+
+def catalog_from_json(data: dict) -> Catalog:
+    """The catalog catalog_to_json wrote."""
+
+    def spec(d: dict | None) -> BucketSpec | None:
+        return BucketSpec.from_record(d) if d else None
+
+    catalog = Catalog()
+    for key, r in data.items():
+        catalog.add(
+            RelationInfo(
+                key,
+                dict(r["columns"]),
+                spec(r["bucket"]),
+                list(r["partition_by"]),
+                [
+                    PartitionRecord(p["path"], spec(p["spec"]), p["files"], p["rows"], "", dict(p["values"]), "")
+                    for p in r["partitions"]
+                ],
+                spec(r["latest"]),
+                built_by_package=r["built_by_package"],
+                complete=r["complete"],
+                unknown=r["unknown"],
+            )
+        )
+    return catalog

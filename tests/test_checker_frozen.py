@@ -1,0 +1,101 @@
+"""The checker's verdicts on the whole corpus, from the frozen catalog
+(tests/fixtures/checker_corpus.json): no JVM. test_checker_corpus.py checks
+on Spark that the frozen catalog and findings are what Spark builds and
+plans, as sqlglot tests its optimizer against fixtures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spark_bucketing.checker import analyze_sql
+from spark_bucketing.checker.relations import catalog_from_json
+from tests.support.checker_corpus import CORPUS, FROZEN, S, check_settings, settings
+
+FROZEN_DATA = json.loads(FROZEN.read_text())
+
+
+@pytest.fixture(scope="module")
+def frozen_catalog():
+    return catalog_from_json(FROZEN_DATA["catalog"])
+
+
+def test_corpus_covers_every_rule():
+    assert len(CORPUS) >= 90
+    assert len({label for label, _, _ in CORPUS}) == len(CORPUS)
+    assert set(FROZEN_DATA["findings"]) == {label for label, _, _ in CORPUS}
+
+
+@pytest.mark.parametrize("label, conf, sql", CORPUS, ids=[c[0] for c in CORPUS])
+def test_frozen_verdicts(frozen_catalog, label, conf, sql):
+    findings = analyze_sql(sql.format(S=S), frozen_catalog, check_settings(conf, FROZEN_DATA["session"]))
+    assert findings and not any(f.unknown for f in findings)
+    assert [f.to_json() for f in findings] == FROZEN_DATA["findings"][label]
+
+
+@pytest.mark.parametrize(
+    "label, sorts",
+    [
+        ("sorted self-join, one partition, ordering on", ["skipped", "skipped"]),
+        ("sorted self-join, one partition, ordering off", ["skippable", "skippable"]),
+        ("sorted self-join, two partitions", ["skipped", "needed"]),
+        ("sorted join through CTE", ["skipped", "skipped"]),
+        # a8's int key is cast to sk's bigint: that side is shuffled, so sorted.
+        ("sorted table joined on another column", ["skipped", "needed"]),
+        ("equal counts", [None, None]),
+    ],
+)
+def test_sort_merge_join_sorts(frozen_catalog, label, sorts):
+    """Which join sides need their Sort (the plans agree: the corpus test)."""
+    (conf, sql) = [(c, q) for name, c, q in CORPUS if name == label][0]
+    (join,) = [f for f in analyze_sql(sql.format(S=S), frozen_catalog, settings(conf)) if f.kind == "join"]
+    assert [s.sort for s in join.sides] == sorts
+    if "skippable" in sorts:
+        assert any("outputOrdering" in text for text in join.suggestions)
+
+
+@pytest.mark.parametrize(
+    "label, read, reason",
+    [
+        ("lookup =", 1, None),
+        ("lookup = reversed", 8, "LITERAL_BEFORE_COLUMN"),
+        ("lookup IN, 13 values (InSet)", 6, None),
+        ("lookup OR other column", 8, "OR_WITH_OTHER_COLUMNS"),
+        ("lookup range", 8, "PREDICATE_NOT_PRUNABLE"),
+        ("lookup cast to string", 8, "KEY_CAST"),
+        ("lookup cast to bigint", 1, None),
+        ("lookup mixed IN list", 8, "LITERAL_TYPE_CASTS_COLUMN"),
+        ("lookup number on string column", 8, "LITERAL_TYPE_CASTS_COLUMN"),
+        ("lookup two bucket columns", 8, "PRUNING_NEEDS_ONE_BUCKET_COLUMN"),
+        ("lookup hive table", 8, "HIVE_HASH_NOT_USED_BY_SPARK"),
+        ("lookup through two CTEs", 1, None),
+        ("lookup on evolving table", 16, "EVOLVING_TABLE_DECLARED_UNBUCKETED"),
+    ],
+)
+def test_lookup_findings(frozen_catalog, label, read, reason):
+    (sql,) = [q for name, _, q in CORPUS if name == label]
+    lookups = [f for f in analyze_sql(sql.format(S=S), frozen_catalog, settings({})) if f.kind == "lookup"]
+    assert [f.buckets_read for f in lookups] == [read]
+    assert lookups[0].sides[0].reasons == ([reason] if reason else [])
+    assert bool(lookups[0].suggestions) == bool(reason)
+
+
+@pytest.mark.parametrize(
+    "label, reason",
+    [
+        ("evolving, all partitions", "MIXED_PARTITION_SPECS"),
+        ("evolving, one old partition", "EVOLVING_TABLE_DECLARED_UNBUCKETED"),
+        ("evolving, range", "EVOLVING_TABLE_DECLARED_UNBUCKETED"),
+        ("evolving, in list", "EVOLVING_TABLE_DECLARED_UNBUCKETED"),
+        ("evolving, group by", "MIXED_PARTITION_SPECS"),
+    ],
+)
+def test_partition_predicates_decide_which_specs_a_query_reads(frozen_catalog, label, reason):
+    """Days 0-1 were written with 8 buckets, day 2 with 16: a query that reads
+    only one of the two specs is told the table still declares itself unbucketed."""
+    (sql,) = [q for name, _, q in CORPUS if name == label]
+    findings = analyze_sql(sql.format(S=S), frozen_catalog, settings({}))
+    ev_sides = [s for f in findings for s in f.sides if s.relation == f"{S}.ev"]
+    assert ev_sides and all(s.shuffle and reason in s.reasons for s in ev_sides)
+    assert any("backfill" in text for f in findings for text in f.suggestions)

@@ -19,8 +19,9 @@ from sqlglot.optimizer.scope import Scope, build_scope
 
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
-from spark_bucketing.checker.join_keys import equi_pairs, key_of, key_type, satisfies
-from spark_bucketing.checker.keytypes import norm_type, wider
+from spark_bucketing.checker.join_keys import equi_pairs, key_of
+from spark_bucketing.checker.joins import JoinSide, SideChoice, coerced_sides, join_output, shuffle_choice
+from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.lookups import lookup_findings
 from spark_bucketing.checker.model import ColId, Finding, Output, Part, Side
 from spark_bucketing.checker.ordering import scan_order, sort_state
@@ -29,16 +30,6 @@ from spark_bucketing.checker.partitions_read import partitions_read, shared_spec
 from spark_bucketing.checker.relations import Catalog, RelationInfo, normalize_name
 from spark_bucketing.checker.suggestions import suggestions
 from spark_bucketing.metadata import PartitionRecord
-
-
-def _line(node: exp.Expression | None, default: int = 1) -> int:
-    if node is None:
-        return default
-    for n in node.walk():
-        line = n.meta.get("line") if hasattr(n, "meta") else None
-        if line:
-            return int(line)
-    return default
 
 
 class Analyzer:
@@ -57,7 +48,11 @@ class Analyzer:
             reason = info.unknown if info else E.UNKNOWN_RELATION
             types = dict(info.columns) if info else {}
             return Output(
-                normalize_name(name), None, types, {c: (info.name, c) for c in types}, {}, [reason], False, unknown=True
+                relation=normalize_name(name),
+                types=types,
+                base={c: (info.name, c) for c in types},
+                reasons=[reason],
+                unknown=True,
             )
         types = dict(info.columns)
         base = {c: (info.name, c) for c in types}
@@ -75,15 +70,15 @@ class Analyzer:
         part = None
         if ok:
             part = Part(
-                [tuple((alias, c.lower()) for c in spec.clustered_by)],
-                spec.buckets,
-                True,
-                spec,
-                scan_order(info, spec, read, alias),
-                spec.hash,
+                options=[tuple((alias, c.lower()) for c in spec.clustered_by)],
+                num=spec.buckets,
+                bucketed=True,
+                spec=spec,
+                sorted=scan_order(info, spec, read, alias),
+                hash=spec.hash,
                 scan=True,
             )
-        return Output(info.name, part, types, base, {}, reasons, ok)
+        return Output(relation=info.name, part=part, types=types, base=base, reasons=reasons, bucketed=ok)
 
     def scope_output(self, scope: Scope) -> Output:
         key = id(scope.expression)
@@ -106,15 +101,22 @@ class Analyzer:
                 self.findings.append(
                     Finding(
                         "distinct",
-                        _line(node),
+                        source_line(node),
                         [Side(None, cols, False, True, [E.UNION], cols)],
                         ["a UNION loses bucketing: use UNION ALL where duplicates cannot occur"],
                     )
                 )
-                part = Part([tuple(cols)], self.settings.shuffle_partitions, False)
-            return Output(None, part, types, base, notes, [E.UNION], False, unknown=any(b.unknown for b in branches))
+                part = Part(options=[tuple(cols)], num=self.settings.shuffle_partitions, bucketed=False)
+            return Output(
+                part=part,
+                types=types,
+                base=base,
+                notes=notes,
+                reasons=[E.UNION],
+                unknown=any(b.unknown for b in branches),
+            )
         if not isinstance(node, exp.Select):
-            return Output(None, None, {}, {}, {}, [E.NOT_BUCKETED], False)
+            return Output(reasons=[E.NOT_BUCKETED])
         return self.select_output(scope, node)
 
     # ---- a SELECT block ---------------------------------------------------
@@ -140,7 +142,7 @@ class Analyzer:
         sources = self.source_outputs(scope)
         from_expr = select.args.get("from_") or select.args.get("from")
         if from_expr is None:
-            return Output(None, None, {}, {}, {}, [E.NOT_BUCKETED], False)
+            return Output(reasons=[E.NOT_BUCKETED])
         first_alias = from_expr.this.alias_or_name
         acc_aliases = [first_alias]
         first = sources.get(first_alias)
@@ -221,7 +223,14 @@ class Analyzer:
         if out_part is None and not reasons:
             reasons = [E.NOT_BUCKETED]
         return Output(
-            relation, out_part, types, base, notes, reasons, bool(out_part and out_part.bucketed), unknown=unknown
+            relation=relation,
+            part=out_part,
+            types=types,
+            base=base,
+            notes=notes,
+            reasons=reasons,
+            bucketed=bool(out_part and out_part.bucketed),
+            unknown=unknown,
         )
 
     # ---- joins --------------------------------------------------------------
@@ -240,7 +249,7 @@ class Analyzer:
             kind = (join.args.get("side") or kind or "inner").lower()
         if sources.get(right_alias) is None or not pairs:
             return None, False  # a cross join or a non-equi join: not a shuffle question
-        return self.judge_pairs(pairs, kind, _line(join), left_aliases, right_alias, left_part, sources)
+        return self.judge_pairs(pairs, kind, source_line(join), left_aliases, right_alias, left_part, sources)
 
     def judge_subqueries(
         self, where: exp.Expression, scope: Scope, left_aliases: list[str], part: Part | None, sources: dict
@@ -284,7 +293,7 @@ class Analyzer:
             else:
                 continue
             new_part, unk = self.judge_pairs(
-                pairs, kind, _line(inner), left_aliases, alias, part, {**sources, alias: right}
+                pairs, kind, source_line(inner), left_aliases, alias, part, {**sources, alias: right}
             )
             part = new_part
             unknown = unknown or unk or right.unknown
@@ -298,7 +307,7 @@ class Analyzer:
             Side(right["relation"], right["keys"], False, False, [], right["local"]),
         ]
         finding = Finding(
-            "join", _line(node), sides, join_type="anti (null-aware)", unknown=left["unknown"] or right["unknown"]
+            "join", source_line(node), sides, join_type="anti (null-aware)", unknown=left["unknown"] or right["unknown"]
         )
         finding.suggestions = [
             "NOT IN (subquery) runs as a null-aware anti join that broadcasts every row of the subquery: "
@@ -316,100 +325,35 @@ class Analyzer:
         left_part: Part | None,
         sources: dict[str, Output],
     ) -> tuple[Part | None, bool]:
-        right = sources[right_alias]
+        """Judges one join of the sources at `left_aliases` with the one at
+        `right_alias` on `pairs` of keys; returns the join's output
+        partitioning and whether a side is unknown."""
+        right_part = prefixed(sources[right_alias].part, right_alias)
         l_keys, r_keys = [lk for lk, _ in pairs], [rk for _, rk in pairs]
-        left_desc = self.side_description(left_aliases, l_keys, sources)
-        right_desc = self.side_description([right_alias], r_keys, sources)
-        right_part = prefixed(right.part, right_alias)
+        left = JoinSide(left_part, l_keys, self.side_description(left_aliases, l_keys, sources))
+        right = JoinSide(right_part, r_keys, self.side_description([right_alias], r_keys, sources))
+        left.type_ok, right.type_ok = coerced_sides(l_keys, r_keys, sources, self.settings.ansi)
+        unknown = left.desc["unknown"] or right.desc["unknown"]
+        choice = shuffle_choice(left, right, self.settings)
 
-        # Keys that are not plain columns on a side cannot match its partitioning.
-        l_plain = all(isinstance(k, tuple) for k in l_keys)
-        r_plain = all(isinstance(k, tuple) for k in r_keys)
-        # Spark coerces the two keys of a pair to one type, casting the
-        # narrower side (both when neither is numeric-wider), also when the
-        # other key is itself a CAST: that cast's type is the key's type.
-        l_type_ok, r_type_ok = True, True
-        for lk, rk in zip(l_keys, r_keys, strict=True):
-            lt, rt = key_type(lk, sources), key_type(rk, sources)
-            if lt and rt and norm_type(lt) != norm_type(rt):
-                kept = wider(lt, rt, self.settings.ansi)
-                if kept != "left":
-                    l_type_ok = False
-                if kept != "right":
-                    r_type_ok = False
-        unknown = left_desc["unknown"] or right_desc["unknown"]
-
-        lpos = satisfies(left_part, l_keys, self.settings.require_all_cluster_keys) if l_plain and l_type_ok else None
-        rpos = satisfies(right_part, r_keys, self.settings.require_all_cluster_keys) if r_plain and r_type_ok else None
-        l_shuffle = r_shuffle = True
-        num = self.settings.shuffle_partitions
-        extra_l: list[str] = []
-        extra_r: list[str] = []
-        # The hash the shuffled side is placed by: the kept side's (the
-        # extension shuffles the other side of a Hive-hash side by Hive's hash).
-        placed_by = "spark"
-        if lpos is not None and rpos is not None:
-            same_hash = left_part.hash == right_part.hash
-            both_scans = left_part.scan and right_part.scan
-            joined = E.joined_count(left_part.num, right_part.num, both_scans, left_part.hash, self.settings)
-            if lpos == rpos and same_hash and joined is not None:
-                l_shuffle = r_shuffle = False
-                num = joined
-                placed_by = left_part.hash
-            else:
-                # Spark keeps the side with more partitions (the left one on a tie).
-                keep_left = left_part.num >= right_part.num
-                l_shuffle, r_shuffle = not keep_left, keep_left
-                why = E.KEY_POSITIONS if lpos != rpos else E.HASH_DIFFERS if not same_hash else E.BUCKET_COUNT_MISMATCH
-                (extra_r if keep_left else extra_l).append(why)
-                num = max(left_part.num, right_part.num)
-                placed_by = (left_part if keep_left else right_part).hash
-        elif lpos is not None:
-            l_shuffle, num, placed_by = False, left_part.num, left_part.hash
-        elif rpos is not None:
-            r_shuffle, num, placed_by = False, right_part.num, right_part.hash
-
-        left_reasons = [] if not l_shuffle else self.why(left_part, l_keys, l_plain, l_type_ok, left_desc) + extra_l
-        right_reasons = [] if not r_shuffle else self.why(right_part, r_keys, r_plain, r_type_ok, right_desc) + extra_r
-        ordered = self.settings.sorted_scan_output
-        sides = [
-            Side(
-                left_desc["relation"],
-                left_desc["keys"],
-                bool(left_part and left_part.bucketed),
-                l_shuffle,
-                _dedupe(left_reasons),
-                left_desc["local"],
-                sort_state(left_part, l_keys, l_shuffle, ordered) if l_plain and r_plain else None,
-            ),
-            Side(
-                right_desc["relation"],
-                right_desc["keys"],
-                bool(right_part and right_part.bucketed),
-                r_shuffle,
-                _dedupe(right_reasons),
-                right_desc["local"],
-                sort_state(right_part, r_keys, r_shuffle, ordered) if l_plain and r_plain else None,
-            ),
-        ]
-        finding = Finding("join", line, sides, join_type=kind, unknown=unknown)
+        finding = Finding("join", line, [self.side(left, choice.left, right), self.side(right, choice.right, left)])
+        finding.join_type, finding.unknown = kind, unknown
         finding.suggestions = suggestions(finding, self.settings, left_part, right_part)
         self.findings.append(finding)
+        return join_output(kind, left, right, choice), unknown
 
-        # The join's output partitioning.
-        l_out = Part([tuple(l_keys)], num, False, hash=placed_by) if l_shuffle else left_part
-        r_out = Part([tuple(r_keys)], num, False, hash=placed_by) if r_shuffle else right_part
-        if not (l_plain and r_plain):
-            return None, unknown
-        if kind in ("left", "semi", "anti"):
-            return l_out, unknown
-        if kind in ("right",):
-            return r_out, unknown
-        if kind in ("full",):
-            return None, unknown
-        options = (l_out.options if l_out else []) + (r_out.options if r_out else [])
-        bucketed = bool(l_out and l_out.bucketed) and not l_shuffle and not r_shuffle
-        return Part(options, num, bucketed, hash=placed_by), unknown
+    def side(self, s: JoinSide, shuffled: SideChoice, other: JoinSide) -> Side:
+        reasons = [] if not shuffled.shuffle else self.why(s.part, s.keys, s.plain, s.type_ok, s.desc) + shuffled.extra
+        plain_join = s.plain and other.plain
+        return Side(
+            relation=s.desc["relation"],
+            keys=s.desc["keys"],
+            bucketed=bool(s.part and s.part.bucketed),
+            shuffle=shuffled.shuffle,
+            reasons=_dedupe(reasons),
+            local_keys=s.desc["local"],
+            sort=sort_state(s.part, s.keys, shuffled.shuffle, self.settings.sorted_scan_output) if plain_join else None,
+        )
 
     def side_description(self, aliases: list[str], keys: list, sources: dict[str, Output]) -> dict:
         names, relations, notes, unknown = [], set(), [], False
@@ -501,12 +445,14 @@ class Analyzer:
         side = Side(
             desc["relation"], desc["keys"], bool(part and part.bucketed), not ok, _dedupe(reasons), desc["local"]
         )
-        finding = Finding(kind, _line(node if kind != "distinct" else select), [side], unknown=desc["unknown"])
+        finding = Finding(kind, source_line(node if kind != "distinct" else select), [side], unknown=desc["unknown"])
         finding.suggestions = suggestions(finding, self.settings, part, None)
         self.findings.append(finding)
         if ok or not changes_partitioning:
             return unordered(part)
-        return Part([tuple(plain)], self.settings.shuffle_partitions, False) if len(plain) == len(keys) else None
+        if len(plain) != len(keys):
+            return None
+        return Part(options=[tuple(plain)], num=self.settings.shuffle_partitions, bucketed=False)
 
 
 # ---- helpers ------------------------------------------------------------------

@@ -21,6 +21,7 @@ from spark_bucketing import hashing
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.keytypes import NUMERIC_ORDER, norm_type
+from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.model import Finding, Side
 from spark_bucketing.checker.relations import Catalog, RelationInfo
 
@@ -208,7 +209,7 @@ def _judge(info: RelationInfo, filters: list[exp.Expression], settings: EngineSe
         selected, reasons = _selected(touching, columns[0], key_types[0], spec.buckets)
         read = len(selected) if isinstance(selected, set) else (spec.buckets if selected is ALL else None)
     side = Side(info.name, columns, usable and not info.evolving, False, reasons, columns)
-    finding = Finding("lookup", _line(touching[0], node), [side], buckets=spec.buckets, buckets_read=read)
+    finding = Finding("lookup", source_line(touching[0], node), [side], buckets=spec.buckets, buckets_read=read)
     finding.suggestions = _suggestions(info, columns, key_types[0], reasons)
     return finding
 
@@ -365,14 +366,6 @@ def _ids(values: list, col_type: str | None, n: int):
         return {hashing.bucket_id([v], [col_type or "string"], n, "spark") for v in values}
     except (hashing.UnsupportedTypeError, ValueError, TypeError):
         return "unknown"
-
-
-def _line(e: exp.Expression, default) -> int:
-    for n in (e, *e.walk(), default):
-        line = n.meta.get("line") if hasattr(n, "meta") else None
-        if line:
-            return int(line)
-    return 1
 
 
 def _suggestions(info: RelationInfo, columns: list[str], col_type: str | None, reasons: list[str]) -> list[str]:

@@ -101,11 +101,11 @@ class Part:
 class Output:
     """What a FROM item gives the block that reads it, by output column."""
 
-    relation: str | None
-    part: Part | None
-    types: dict[str, str | None]
-    base: dict[str, tuple[str | None, str]]  # column -> (base relation, base column)
-    notes: dict[str, list[str]]  # column -> why it is not a plain pass-through column
-    reasons: list[str]  # why the item has no usable bucketed partitioning
-    bucketed: bool
+    relation: str | None = None
+    part: Part | None = None
+    types: dict[str, str | None] = field(default_factory=dict)
+    base: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # column -> (base relation, base column)
+    notes: dict[str, list[str]] = field(default_factory=dict)  # column -> why it is not a plain pass-through column
+    reasons: list[str] = field(default_factory=list)  # why the item has no usable bucketed partitioning
+    bucketed: bool = False
     unknown: bool = False

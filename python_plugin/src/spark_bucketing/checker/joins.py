@@ -1,0 +1,114 @@
+"""How Spark plans one equi-join of two partitioned inputs: which key types
+it keeps, which sides it shuffles and into how many partitions, and the
+join's output partitioning. The decisions of the Spark model (facts doc,
+section 5), without the query walk (analyze.py) or the wording (reasons,
+suggestions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spark_bucketing.checker import engines as E
+from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.join_keys import key_type, satisfies
+from spark_bucketing.checker.keytypes import norm_type, wider
+from spark_bucketing.checker.model import Output, Part
+
+
+@dataclass
+class JoinSide:
+    """One side of a join being judged: its partitioning, its keys, how the
+    query names them (side_description), and whether Spark keeps its key
+    types (type_ok) or casts them."""
+
+    part: Part | None
+    keys: list
+    desc: dict
+    type_ok: bool = True
+
+    @property
+    def plain(self) -> bool:
+        """Keys that are not plain columns cannot match a partitioning."""
+        return all(isinstance(k, tuple) for k in self.keys)
+
+
+@dataclass
+class SideChoice:
+    shuffle: bool = True
+    extra: list[str] = field(default_factory=list)  # reasons the other side decided
+
+
+@dataclass
+class ShuffleChoice:
+    """Which sides Spark shuffles, into how many partitions, by which hash."""
+
+    left: SideChoice
+    right: SideChoice
+    num: int
+    placed_by: str = "spark"  # the kept side's hash: the extension shuffles to match a Hive-hash side
+
+
+def coerced_sides(l_keys: list, r_keys: list, sources: dict[str, Output], ansi: bool) -> tuple[bool, bool]:
+    """Whether each side keeps its key types. Spark coerces the two keys of a
+    pair to one type, casting the narrower side (both when neither is
+    numeric-wider), also when the other key is itself a CAST: that cast's
+    type is the key's type."""
+    l_ok, r_ok = True, True
+    for lk, rk in zip(l_keys, r_keys, strict=True):
+        lt, rt = key_type(lk, sources), key_type(rk, sources)
+        if lt and rt and norm_type(lt) != norm_type(rt):
+            kept = wider(lt, rt, ansi)
+            l_ok = l_ok and kept == "left"
+            r_ok = r_ok and kept == "right"
+    return l_ok, r_ok
+
+
+def shuffle_choice(left: JoinSide, right: JoinSide, settings: EngineSettings) -> ShuffleChoice:
+    """Spark's choice for a join: the sides whose partitioning satisfies the
+    keys are kept; of two that cannot join bucket by bucket, the one with
+    more partitions (the left one on a tie)."""
+    require_all = settings.require_all_cluster_keys
+    lpos = satisfies(left.part, left.keys, require_all) if left.plain and left.type_ok else None
+    rpos = satisfies(right.part, right.keys, require_all) if right.plain and right.type_ok else None
+    choice = ShuffleChoice(SideChoice(), SideChoice(), settings.shuffle_partitions)
+    lp, rp = left.part, right.part
+    if lpos is not None and rpos is not None:
+        same_hash = lp.hash == rp.hash
+        joined = E.joined_count(lp.num, rp.num, lp.scan and rp.scan, lp.hash, settings)
+        if lpos == rpos and same_hash and joined is not None:
+            choice.left.shuffle = choice.right.shuffle = False
+            choice.num, choice.placed_by = joined, lp.hash
+        else:
+            keep_left = lp.num >= rp.num
+            choice.left.shuffle, choice.right.shuffle = not keep_left, keep_left
+            why = E.KEY_POSITIONS if lpos != rpos else E.HASH_DIFFERS if not same_hash else E.BUCKET_COUNT_MISMATCH
+            (choice.right if keep_left else choice.left).extra.append(why)
+            choice.num = max(lp.num, rp.num)
+            choice.placed_by = (lp if keep_left else rp).hash
+    elif lpos is not None:
+        choice.left.shuffle, choice.num, choice.placed_by = False, lp.num, lp.hash
+    elif rpos is not None:
+        choice.right.shuffle, choice.num, choice.placed_by = False, rp.num, rp.hash
+    return choice
+
+
+def join_output(kind: str, left: JoinSide, right: JoinSide, choice: ShuffleChoice) -> Part | None:
+    """The join's output partitioning: a shuffled side's is its keys'."""
+
+    def out(s: JoinSide, c: SideChoice) -> Part | None:
+        return (
+            Part(options=[tuple(s.keys)], num=choice.num, bucketed=False, hash=choice.placed_by)
+            if c.shuffle
+            else s.part
+        )
+
+    l_out, r_out = out(left, choice.left), out(right, choice.right)
+    if not (left.plain and right.plain) or kind == "full":
+        return None
+    if kind in ("left", "semi", "anti"):
+        return l_out
+    if kind == "right":
+        return r_out
+    options = (l_out.options if l_out else []) + (r_out.options if r_out else [])
+    bucketed = bool(l_out and l_out.bucketed) and not choice.left.shuffle and not choice.right.shuffle
+    return Part(options=options, num=choice.num, bucketed=bucketed, hash=choice.placed_by)

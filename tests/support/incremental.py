@@ -124,14 +124,7 @@ def metadata(spark: SparkSession, table: str) -> dict:
 
 def declared(spark: SparkSession, table: str) -> dict | None:
     spec = read_table_metadata(SparkClient(spark), table).declared
-    if spec is None:
-        return None
-    return {
-        "hash": spec.hash,
-        "clustered_by": list(spec.clustered_by),
-        "buckets": spec.buckets,
-        "sorted_by": list(spec.sorted_by),
-    }
+    return spec.to_record() if spec else None
 
 
 def partition_rows(spark: SparkSession, table: str) -> dict:

@@ -31,6 +31,15 @@ class BucketSpec:
     def from_record(cls, rec: dict) -> BucketSpec:
         return cls(rec["hash"], tuple(rec["clustered_by"]), int(rec["buckets"]), tuple(rec.get("sorted_by") or ()))
 
+    def to_record(self) -> dict:
+        """The spec as the metadata records it (the inverse of from_record)."""
+        return {
+            "hash": self.hash,
+            "clustered_by": list(self.clustered_by),
+            "buckets": self.buckets,
+            "sorted_by": list(self.sorted_by),
+        }
+
     def key(self) -> tuple:
         return (
             self.hash,

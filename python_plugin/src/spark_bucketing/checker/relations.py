@@ -165,14 +165,7 @@ def relation_from_live(client: SqlClient, name: str) -> RelationInfo:
 
 
 def _spec_json(spec: BucketSpec | None) -> dict | None:
-    if spec is None:
-        return None
-    return {
-        "hash": spec.hash,
-        "clustered_by": list(spec.clustered_by),
-        "buckets": spec.buckets,
-        "sorted_by": list(spec.sorted_by),
-    }
+    return spec.to_record() if spec else None
 
 
 def catalog_to_json(catalog: Catalog) -> dict:

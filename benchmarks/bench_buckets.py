@@ -5,7 +5,7 @@ included), the order alternates, and each side keeps its best of two.
 
     .venv/bin/python benchmarks/bench_buckets.py
 
-Prints the figures the README reports.
+Prints the figures docs/benchmarks.md reports.
 """
 
 from __future__ import annotations

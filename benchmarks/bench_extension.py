@@ -14,7 +14,7 @@ plan (from Spark's event log) are counted.
 
     .venv/bin/python benchmarks/bench_extension.py [--rows 8000000] [--buckets 16]
 
-Prints the figures the README reports.
+Prints the figures docs/benchmarks.md reports.
 """
 
 from __future__ import annotations

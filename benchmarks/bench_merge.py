@@ -13,7 +13,7 @@ run's SQL statements and Spark jobs are counted.
 
     .venv/bin/python benchmarks/bench_merge.py [--rows 5000000] [--days 30]
 
-Prints the figures the README reports.
+Prints the figures docs/benchmarks.md reports.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ of three, sides alternated.
 
     .venv/bin/python benchmarks/bench_scale.py [--rows 3000000] [--sizes 10 100 1000] [--backfill 300]
 
-Prints the figures the README reports.
+Prints the figures docs/benchmarks.md reports.
 """
 
 from __future__ import annotations

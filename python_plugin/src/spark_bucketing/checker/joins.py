@@ -1,7 +1,7 @@
 """How Spark plans one equi-join of two partitioned inputs: which key types
 it keeps, which sides it shuffles and into how many partitions, and the
 join's output partitioning. The decisions of the Spark model (facts doc,
-section 5), without the query walk (analyze.py) or the wording (reasons,
+section 5), without the query walk (flow.py) or the wording (reasons,
 suggestions)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.join_keys import key_type, satisfies
+from spark_bucketing.checker.keys import KeyDescription
 from spark_bucketing.checker.keytypes import norm_type, wider
 from spark_bucketing.checker.model import Output, Part
 
@@ -18,12 +19,12 @@ from spark_bucketing.checker.model import Output, Part
 @dataclass
 class JoinSide:
     """One side of a join being judged: its partitioning, its keys, how the
-    query names them (side_description), and whether Spark keeps its key
+    query names them, and whether Spark keeps its key
     types (type_ok) or casts them."""
 
     part: Part | None
     keys: list
-    desc: dict
+    desc: KeyDescription
     type_ok: bool = True
 
     @property

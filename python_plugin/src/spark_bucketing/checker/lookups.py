@@ -12,13 +12,11 @@ equalities (`a.k = b.k AND a.k = 5` filters b on 5 too)."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
 
 from spark_bucketing import hashing
 from spark_bucketing.checker import engines as E
+from spark_bucketing.checker.blocks import Query
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.keytypes import NUMERIC_ORDER, norm_type
 from spark_bucketing.checker.lines import source_line
@@ -35,34 +33,31 @@ INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 ALL = None  # every bucket
 
 
-def lookup_findings(root: Scope, catalog: Catalog, settings: EngineSettings) -> list[Finding]:
+def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) -> list[Finding]:
+    """Pass 3: per scan of a bucketed table, the filters that reach it and the buckets they select."""
     if settings.engine != "spark":
         return []
-    references = Counter(
-        id(source.expression)
-        for scope in root.traverse()
-        for _, source in scope.selected_sources.values()
-        if isinstance(source, Scope)
-    )
     pushed: dict[int, list[exp.Expression]] = {}  # per block: filters on its output columns (unqualified)
     findings = []
-    for scope in reversed(list(root.traverse())):  # readers before the blocks they read
-        select = scope.expression
-        if not isinstance(select, exp.Select):
+    for block in reversed(query.blocks):  # readers before the blocks they read
+        select = block.select
+        if select is None:
             continue
         where, on_inner, on_outer = _block_filters(select)
-        inferable = where + _substituted(pushed.get(id(select), []), select)
+        inferable = where + _substituted(pushed.get(id(block), []), select)
         filters = inferable + on_inner + on_outer
         filters += _inferred(inferable, select, outer_too=True) + _inferred(on_inner, select, outer_too=False)
-        for alias, (node, source) in scope.selected_sources.items():
+        for alias, source in block.sources.items():
+            if source.semi:
+                continue
             mine = [f for f in filters if _aliases(f) == {alias}]
-            if isinstance(source, exp.Table):
-                info = catalog.get(".".join(p for p in (source.db, source.name) if p))
-                finding = _judge(info, mine, settings, node) if info and not info.unknown else None
+            if source.table is not None:
+                info = catalog.get(source.name)
+                finding = _judge(info, mine, settings, source.node) if info and not info.unknown else None
                 if finding:
                     findings.append(finding)
-            elif isinstance(source, Scope) and references[id(source.expression)] == 1 and _passes(source):
-                pushed.setdefault(id(source.expression), []).extend(_unqualified(f) for f in mine)
+            elif source.block is not None and source.block.readers == 1 and source.block.passes_filters():
+                pushed.setdefault(id(source.block), []).extend(_unqualified(f) for f in mine)
     return findings
 
 
@@ -148,16 +143,6 @@ def _same(a: exp.Column, b: exp.Column) -> bool:
     return a.table == b.table and a.name.lower() == b.name.lower()
 
 
-def _passes(scope: Scope) -> bool:
-    """A block Spark pushes a filter through unchanged: a plain SELECT."""
-    s = scope.expression
-    return (
-        isinstance(s, exp.Select)
-        and not any(s.args.get(k) for k in ("group", "distinct", "limit", "having", "qualify"))
-        and s.find(exp.Window) is None
-    )
-
-
 def _unqualified(f: exp.Expression) -> exp.Expression:
     copy = f.copy()
     for c in copy.find_all(exp.Column):
@@ -208,7 +193,14 @@ def _judge(info: RelationInfo, filters: list[exp.Expression], settings: EngineSe
     if not reasons:
         selected, reasons = _selected(touching, columns[0], key_types[0], spec.buckets)
         read = len(selected) if isinstance(selected, set) else (spec.buckets if selected is ALL else None)
-    side = Side(info.name, columns, usable and not info.evolving, False, reasons, columns)
+    side = Side(
+        relation=info.name,
+        keys=columns,
+        bucketed=usable and not info.evolving,
+        shuffle=False,
+        reasons=reasons,
+        local_keys=columns,
+    )
     finding = Finding("lookup", source_line(touching[0], node), [side], buckets=spec.buckets, buckets_read=read)
     finding.suggestions = _suggestions(info, columns, key_types[0], reasons)
     return finding

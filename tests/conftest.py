@@ -46,29 +46,34 @@ def pytest_configure(config):
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
 
-# Seconds per test file, from `scripts/test --durations=60` (four workers on
-# two cores, 2026-11-23). pytest-xdist hands out whole files (--dist loadfile)
-# in collection order, so the longest go first: started last, one of them
-# keeps a worker busy after the others are done. A file past ~15 minutes is
-# split by theme (test_merge_randomized.py, test_extension_randomized.py, ...).
+# Seconds per test file, from `scripts/test --durations=0` (four workers on
+# two cores, 2026-11-24). pytest-xdist hands out whole files (--dist loadfile)
+# in collection order (--no-loadscope-reorder: without it, xdist sorts files
+# by their number of tests and the long randomized files, which hold few
+# tests, started last). Longest first, so that no long file starts last.
 FILE_WEIGHTS = {
-    "test_incremental_failures.py": 1000,
-    "test_incremental.py": 1000,
-    "test_merge_randomized.py": 930,
-    "test_randomized_evolution.py": 870,
-    "test_cost.py": 820,
-    "test_extension_randomized.py": 800,
-    "test_partition_values.py": 715,
-    "test_no_loss_nondeterministic.py": 690,
-    "test_extension.py": 600,
-    "test_merge.py": 600,
-    "test_bucketed_table.py": 450,
-    "test_thrift.py": 440,
-    "test_no_loss.py": 400,
-    "test_checker_corpus.py": 300,
-    "test_failures.py": 200,
-    "test_clean_install.py": 135,
-    "test_demo.py": 115,
+    "test_merge_randomized.py": 650,
+    "test_incremental.py": 590,
+    "test_partition_values.py": 590,
+    "test_randomized_evolution.py": 570,
+    "test_incremental_failures.py": 530,
+    "test_no_loss_nondeterministic.py": 510,
+    "test_cost.py": 500,
+    "test_no_loss.py": 470,
+    "test_extension.py": 470,
+    "test_merge.py": 400,
+    "test_thrift.py": 310,
+    "test_extension_randomized.py": 280,
+    "test_bucketed_table.py": 250,
+    "test_checker_corpus.py": 220,
+    "test_demo.py": 140,
+    "test_failures.py": 130,
+    "test_clean_install.py": 105,
+    "test_configs.py": 85,
+    "test_hashing.py": 80,
+    "test_checker_cli.py": 55,
+    "test_joins.py": 45,
+    "test_layout_test.py": 40,
 }
 
 

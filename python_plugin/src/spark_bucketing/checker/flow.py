@@ -119,11 +119,10 @@ class _Flow:
             part, unk = self.judge_subqueries(where.this, block, acc_aliases, part, sources)
             unknown = unknown or unk
 
-        if part is not None and (
-            select.args.get("group") is not None or select.args.get("distinct") or block_windows(select)
-        ):
+        windows = block_windows(select)
+        if part is not None and (select.args.get("group") is not None or select.args.get("distinct") or windows):
             part = replace(part, scan=False)
-        for grouping in block_groupings(select):
+        for grouping in block_groupings(select, windows):
             part, finding = judge_grouping(grouping, part, sources, self.settings)
             self.findings.append(finding)
         return project(select, sources, part, single=len(acc_aliases) == 1, unknown=unknown)

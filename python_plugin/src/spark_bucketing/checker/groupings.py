@@ -26,15 +26,15 @@ class Grouping:
     changes_partitioning: bool = True
 
 
-def block_groupings(select: exp.Select) -> list[Grouping]:
-    """The block's GROUP BY or DISTINCT, then its windows, in the order Spark plans them."""
+def block_groupings(select: exp.Select, windows: list[exp.Window]) -> list[Grouping]:
+    """The block's GROUP BY or DISTINCT, then its `windows` (block_windows), in the order Spark plans them."""
     out = []
     group = select.args.get("group")
     if group is not None and group.expressions:
         out.append(Grouping("aggregate", group, group.expressions))
     elif select.args.get("distinct"):
         out.append(Grouping("distinct", select, [p.unalias() for p in select.expressions]))
-    for window in block_windows(select):
+    for window in windows:
         if window.args.get("partition_by"):
             out.append(Grouping("window", window, window.args["partition_by"], changes_partitioning=False))
     return out

@@ -68,6 +68,7 @@ FILE_WEIGHTS = {
     "test_checker_corpus.py": 220,
     "test_demo.py": 140,
     "test_failures.py": 130,
+    "test_batched_switch.py": 120,
     "test_clean_install.py": 105,
     "test_configs.py": 85,
     "test_hashing.py": 80,

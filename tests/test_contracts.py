@@ -51,6 +51,13 @@ def test_metadata_keys_agree():
 
 def test_extension_switch_agrees():
     assert _scala_vals()["ExtensionSwitch"] == contracts.EXTENSION_SWITCH
+    assert _macro_return_string("extension_switch") == contracts.EXTENSION_SWITCH
+    assert _macro_return_string("extension_class") == contracts.EXTENSION_CLASS
+
+
+def test_switch_statement_agrees():
+    assert _scala_vals()["SwitchStatement"] == contracts.SWITCH_STATEMENT
+    assert _macro_return_string("switch_statement") == contracts.SWITCH_STATEMENT
 
 
 def test_hive_hash_types_agree():

@@ -1,7 +1,7 @@
 {#- Publishing partitions into an existing table: write them under the
     table's folder in _bucketing/<run>, verify them, switch the table's
-    partitions to them, record and verify the switch, then declare the spec
-    the partitions agree on. Reads only the partitions it writes. -#}
+    partitions to them and record them, then declare the spec the
+    partitions agree on. Reads only the partitions it writes. -#}
 
 {% macro replacement_scope(rels, spec, replaced_partitions) %}
   {#- What a write replaces, from the catalog: {'listed': the side entry's
@@ -99,7 +99,6 @@
   {%- do spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog) -%}
   {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
-  {%- do spark_bucketing.verify_switch(rels, spec, checked.stats, scope.catalog, checked.replaced) -%}
   {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied, scope.catalog) -%}
   {%- do adapter.drop_relation(rels.incr) -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}

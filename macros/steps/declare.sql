@@ -53,7 +53,7 @@
       the record names), else none. Someone may have written files into a
       partition behind the package's back: its record is then stale, and
       declaring the spec could promise a layout those files break. The run's
-      own partitions were verified by verify_switch. -#}
+      own partitions were verified before the switch (verify_partitions). -#}
   {%- for s in stats if s.path not in published.written -%}
     {%- set rec = published.records.get(s.path) -%}
     {%- if rec is none or not spark_bucketing.same_location(rec.location, s.location) or rec.files != s.files or rec.rows != s.rows -%}

@@ -36,12 +36,20 @@
 {% endmacro %}
 
 {% macro check_side_partitions(rels, location, stats, listed) %}
-  {#- Every written partition has non-NULL values, and the side entry's
-      catalog (`listed`) lists exactly the folders its files are in (the
-      names the switch will use). -#}
+  {#- Every written partition has non-NULL values; the side entry's catalog
+      (`listed`) lists exactly the folders its files are in; and each of
+      those folders is `location`/<its catalog name>, the folder Spark wrote
+      it to. So the location the switch gives a partition is the folder this
+      check and the layout check read: read through the table after the
+      switch, it shows the files and rows checked here. -#}
   {%- for s in stats if none in s['values'].values() -%}
     {%- do spark_bucketing.discard(rels.incr, location, rels,
         "the new rows have a NULL partition value (" ~ s.path ~ "); bucketed_incremental needs non-NULL partition columns. Fix: coalesce them in the model") -%}
+  {%- endfor -%}
+  {%- for s in stats if not spark_bucketing.same_location(s.location, location ~ '/' ~ s.path) -%}
+    {%- do spark_bucketing.discard(rels.incr, location, rels,
+        "a written partition's files are in " ~ s.location ~ ", not in " ~ location ~ "/" ~ s.path
+        ~ " where its catalog entry puts it; nothing was published. Please report this with the partition values") -%}
   {%- endfor -%}
   {%- set listed = listed.keys() | sort(case_sensitive=true) -%}
   {%- set found = stats | map(attribute='path') | sort(case_sensitive=true) -%}

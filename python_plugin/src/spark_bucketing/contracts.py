@@ -26,6 +26,8 @@ SPARK_BUCKET_FILE_NAME = re.compile(r"^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?
 #: The extension's class and its per-plan switch (false: plan as stock Spark).
 EXTENSION_CLASS = "sparkbucketing.BucketingExtensions"
 EXTENSION_SWITCH = "spark_bucketing.extension.enabled"
+#: The statement the extension adds: many partitions to new folders in one metastore call.
+SWITCH_STATEMENT = "spark_bucketing switch partitions"
 
 #: Spark's setting that makes a bucketed scan report its sort order.
 SORT_ORDERING_SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"

@@ -14,6 +14,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectPlannerStrategy(session => PackageBucketedScans(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
+    extensions.injectParser((_, delegate) => new BucketingParser(delegate))
   }
 }
 

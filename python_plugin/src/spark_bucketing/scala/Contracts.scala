@@ -9,6 +9,8 @@ object Contracts {
   val PartitionKeyPrefix = "spark_bucketing.partition."
   /** The extension's per-plan switch: false plans as stock Spark does. */
   val ExtensionSwitch = "spark_bucketing.extension.enabled"
+  /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
+  val SwitchStatement = "spark_bucketing switch partitions"
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */
   val SparkBucketFileName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$"""
 }

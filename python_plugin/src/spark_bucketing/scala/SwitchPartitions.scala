@@ -1,0 +1,104 @@
+package sparkbucketing
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
+import org.apache.spark.sql.catalyst.catalog.CatalogUtils
+import org.apache.spark.sql.catalyst.expressions.{Expression, Literal}
+import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.execution.command.LeafRunnableCommand
+import org.apache.spark.sql.types.{DataType, StringType, StructType}
+
+/** Points many partitions of a table at new folders in one metastore call:
+ *
+ *    SPARK_BUCKETING SWITCH PARTITIONS <table> LOCATIONS '<json>'
+ *
+ *  where <json> is [{"spec": {column: value}, "location": folder}, ...].
+ *  Spark SQL's ALTER TABLE .. PARTITION .. SET LOCATION moves one partition
+ *  per statement, each its own metastore call. This reads the partitions,
+ *  then hands all of them to the session catalog's alterPartitions at once:
+ *  for a Hive metastore one alter_partitions call, which the metastore
+ *  applies in one transaction (every partition moves, or none does). */
+case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[(Map[String, String], String)])
+    extends LeafRunnableCommand {
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val catalog = session.sessionState.catalog
+    val meta = catalog.getTableMetadata(table)
+    val resolver = session.sessionState.conf.resolver
+    val updated = moves.map { case (spec, location) =>
+      // The catalog's spelling of each column (a Hive table's are lower case).
+      val normalized = spec.map { case (key, value) =>
+        val field = meta.partitionSchema.fieldNames.find(resolver(_, key)).getOrElse(
+          throw new IllegalArgumentException(s"$key is not a partition column of ${meta.identifier.quotedString}"))
+        field -> value
+      }
+      val old = catalog.getPartition(meta.identifier, normalized)
+      old.copy(storage = old.storage.copy(locationUri = Some(CatalogUtils.stringToURI(location))))
+    }
+    if (updated.nonEmpty) {
+      catalog.alterPartitions(meta.identifier, updated)
+      session.catalog.refreshTable(meta.identifier.quotedString)
+    }
+    Seq.empty
+  }
+}
+
+object SwitchPartitionLocations {
+  private val Statement =
+    ("(?is)^" + Contracts.SwitchStatement.split(" ").mkString("\\s+") + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
+
+  /** `sql` after its leading blanks and comments (dbt puts one before every statement). */
+  private def body(sql: String): String = {
+    var i = 0
+    var more = true
+    while (more) {
+      while (i < sql.length && sql.charAt(i).isWhitespace) i += 1
+      if (sql.startsWith("/*", i)) {
+        val end = sql.indexOf("*/", i + 2)
+        i = if (end < 0) sql.length else end + 2
+      } else if (sql.startsWith("--", i)) {
+        val end = sql.indexOf('\n', i)
+        i = if (end < 0) sql.length else end + 1
+      } else more = false
+    }
+    sql.substring(i)
+  }
+
+  /** The command, if `sql` is the statement. */
+  def parse(sql: String, delegate: ParserInterface): Option[SwitchPartitionLocations] = body(sql) match {
+    case Statement(name, literal) =>
+      val json = delegate.parseExpression(literal) match {
+        case Literal(value, StringType) if value != null => value.toString
+        case _ => throw new IllegalArgumentException(
+          s"${Contracts.SwitchStatement}: LOCATIONS takes one string literal, not $literal")
+      }
+      val moves = new ObjectMapper().readTree(json).elements().asScala.map { entry =>
+        val spec = entry.get("spec").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
+        (spec, entry.get("location").asText())
+      }.toSeq
+      Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves))
+    case _ => None
+  }
+}
+
+/** Spark's parser, plus the SPARK_BUCKETING statements. */
+class BucketingParser(delegate: ParserInterface) extends ParserInterface {
+  override def parsePlan(sql: String): LogicalPlan =
+    SwitchPartitionLocations.parse(sql, delegate).getOrElse(delegate.parsePlan(sql))
+  override def parsePlanWithParameters(sql: String, params: ParameterContext): LogicalPlan =
+    SwitchPartitionLocations.parse(sql, delegate).getOrElse(delegate.parsePlanWithParameters(sql, params))
+  override def parseExpression(sql: String): Expression = delegate.parseExpression(sql)
+  override def parseTableIdentifier(sql: String): TableIdentifier = delegate.parseTableIdentifier(sql)
+  override def parseFunctionIdentifier(sql: String): FunctionIdentifier = delegate.parseFunctionIdentifier(sql)
+  override def parseMultipartIdentifier(sql: String): Seq[String] = delegate.parseMultipartIdentifier(sql)
+  override def parseTemporalTableIdentifier(sql: String): TemporalIdentifier = delegate.parseTemporalTableIdentifier(sql)
+  override def parseQuery(sql: String): LogicalPlan = delegate.parseQuery(sql)
+  override def parseRoutineParam(sql: String): StructType = delegate.parseRoutineParam(sql)
+  override def splitStatements(sql: String): SqlStatementSplitResult = delegate.splitStatements(sql)
+  override def parseTableSchema(sql: String): StructType = delegate.parseTableSchema(sql)
+  override def parseDataType(sql: String): DataType = delegate.parseDataType(sql)
+}

@@ -1,0 +1,124 @@
+"""The extension's batched switch: with the session extension loaded and on,
+a run moves all the partitions it replaces in one statement (one metastore
+call, one transaction); a failure before it, inside it or after it leaves
+every partition on its old rows or its new ones. With the extension off, the
+per-partition path (tests/test_cost.py counts its statements)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from harness.dbt_project import failure_text, node_messages
+from harness.spark import extension_on
+from spark_bucketing import contracts
+from tests.support.incremental import (
+    Expected,
+    partition_layout_problems,
+    partition_rows,
+    run_model,
+    run_statements,
+    step,
+    table_rows,
+)
+
+
+def _body(statement: str) -> str:
+    return statement.split("*/", 1)[-1].strip()
+
+
+def _locations(spark, table: str) -> dict[str, str]:
+    """Each partition's location, from the catalog."""
+    out = {}
+    for row in spark.sql(f"show partitions {table}").collect():
+        spec = ", ".join(f"{k} = '{v}'" for k, v in (part.split("=", 1) for part in row[0].split("/")))
+        rows = spark.sql(f"describe table extended {table} partition ({spec})").collect()
+        out[row[0]] = next(r.data_type for r in rows if r.col_name == "Location")
+    return out
+
+
+def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, dbt_project):
+    expected = Expected()
+    name = "batched_backfill"
+    base = {"strategy": "insert_overwrite", "rows": 30}
+    with extension_on(spark):
+        table = step(spark, dbt_project, name, expected, {**base, "days": list(range(6))})
+        vars_ = {**base, "days": [1, 2, 3, 4, 8, 9], "tag": 1}
+        statements = [_body(s) for s in run_statements(dbt_project, name, vars_)]
+        expected.apply(spark, vars_)
+    (batch,) = [s for s in statements if s.lower().startswith(contracts.SWITCH_STATEMENT)]
+    assert len(json.loads(re.search(r"locations '(.*)'$", batch, re.S).group(1))) == 4
+    assert not [s for s in statements if re.search(r"\) set location ", s)]
+    (added,) = [s for s in statements if re.match(r"alter table \S+ add partition", s)]
+    assert added.count("partition (`day`") == 2
+    assert table_rows(spark, table) == expected.rows()
+    assert partition_layout_problems(spark, table) == []
+    # Each switched partition reads from the folder the run wrote.
+    locations = _locations(spark, table)
+    run_folders = {loc.rsplit("/", 1)[0] for day, loc in locations.items() if day[-2:] in ("02", "03", "04", "05")}
+    assert len(run_folders) == 1 and "/_bucketing/" in run_folders.pop()
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+    assert result.success, failure_text(result)
+
+
+@pytest.mark.parametrize("fail_at", ["before_switch", "mid_switch", "before_cleanup"])
+def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, fail_at):
+    """Injected before the batch, between the batch and the added partitions,
+    and after both: every partition holds its old or its new rows, and the
+    next run finishes."""
+    expected = Expected()
+    name = f"batched_{fail_at}"
+    with extension_on(spark):
+        table = step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+        old = expected.copy()
+        vars_ = {"days": [1, 2, 3], "tag": 1}
+        new = expected.copy()
+        new.apply(spark, vars_)
+        result = run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": fail_at}, expect_ok=False)
+        assert f"injected failure at step '{fail_at}'" in failure_text(result) + str(node_messages(result))
+        now = partition_rows(spark, table)
+        for day in set(old.nonempty()) | set(new.nonempty()) | set(now):
+            assert now.get(day) in (old.nonempty().get(day), new.nonempty().get(day)), day
+        assert partition_layout_problems(spark, table) == []
+        run_model(dbt_project, name, vars_)
+    assert table_rows(spark, table) == new.rows()
+    assert partition_layout_problems(spark, table) == []
+
+
+def _switch_sql(table: str, moves: list[dict]) -> str:
+    literal = json.dumps(moves).replace("\\", "\\\\").replace("'", "\\'")
+    return f"{contracts.SWITCH_STATEMENT} {table} locations '{literal}'"
+
+
+def test_a_batch_that_fails_inside_the_metastore_moves_no_partition(spark, tmp_path):
+    """The metastore applies the batch in one transaction: a partition it
+    cannot store (a location longer than its column) makes the whole call
+    fail, and the partition before it in the batch keeps its old folder. So
+    does a partition the table does not have (found before the call)."""
+    spark.sql("create database if not exists batched")
+    spark.sql("create table batched.t (v int, day string) using parquet partitioned by (day)")
+    spark.sql("insert into batched.t values (1, 'a'), (2, 'b')")
+    before = _locations(spark, "batched.t")
+    fresh = tmp_path / "fresh"
+    spark.range(1).selectExpr("cast(id + 10 as int) as v").write.parquet(str(fresh))
+    too_long = f"file:{tmp_path}/{'x' * 5000}"
+    for moves, error in (
+        (
+            [{"spec": {"day": "a"}, "location": f"file:{fresh}"}, {"spec": {"day": "b"}, "location": too_long}],
+            "Unable to alter partition",
+        ),
+        (
+            [{"spec": {"day": "a"}, "location": f"file:{fresh}"}, {"spec": {"day": "zz"}, "location": f"file:{fresh}"}],
+            "PARTITIONS_NOT_FOUND",
+        ),
+    ):
+        with extension_on(spark), pytest.raises(Exception, match=error):
+            spark.sql(_switch_sql("batched.t", moves))
+        assert _locations(spark, "batched.t") == before
+        assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [1, 2]
+    with extension_on(spark):
+        spark.sql(_switch_sql("batched.t", [{"spec": {"DAY": "a"}, "location": f"file:{fresh}"}]))
+    # The column's name in any case; the partition now reads the new folder.
+    assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [2, 10]

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from harness.dbt_project import failure_text, node_messages
-from harness.spark import extension_on
+from harness.spark import extension_on, local_path
 from spark_bucketing import contracts
 from tests.support.incremental import (
     Expected,
@@ -45,6 +45,7 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     base = {"strategy": "insert_overwrite", "rows": 30}
     with extension_on(spark):
         table = step(spark, dbt_project, name, expected, {**base, "days": list(range(6))})
+        old_folders = _locations(spark, table)
         vars_ = {**base, "days": [1, 2, 3, 4, 8, 9], "tag": 1}
         statements = [_body(s) for s in run_statements(dbt_project, name, vars_)]
         expected.apply(spark, vars_)
@@ -53,6 +54,14 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     assert not [s for s in statements if re.search(r"\) set location ", s)]
     (added,) = [s for s in statements if re.match(r"alter table \S+ add partition", s)]
     assert added.count("partition (`day`") == 2
+    # The four replaced folders are deleted by one statement, not the scratch table's three.
+    (deleted,) = [s for s in statements if s.lower().startswith(contracts.DELETE_STATEMENT)]
+    assert len(json.loads(re.search(r"locations '(.*)'$", deleted, re.S).group(1))) == 4
+    assert not [s for s in statements if "__dbt_scratch" in s]
+    replaced = [local_path(loc) for day, loc in old_folders.items() if day[-2:] in ("02", "03", "04", "05")]
+    assert len(replaced) == 4 and not [p for p in replaced if p.exists()]
+    assert [p for day, p in old_folders.items() if day[-2:] in ("01", "06")]
+    assert all(local_path(loc).exists() for day, loc in old_folders.items() if day[-2:] in ("01", "06"))
     assert table_rows(spark, table) == expected.rows()
     assert partition_layout_problems(spark, table) == []
     # Each switched partition reads from the folder the run wrote.
@@ -120,5 +129,13 @@ def test_a_batch_that_fails_inside_the_metastore_moves_no_partition(spark, tmp_p
         assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [1, 2]
     with extension_on(spark):
         spark.sql(_switch_sql("batched.t", [{"spec": {"DAY": "a"}, "location": f"file:{fresh}"}]))
+    # A folder outside the table's folder: refused, and nothing deleted (the
+    # folder inside the table's, listed first, included).
+    inside = local_path(before["day=a"])
+    with extension_on(spark), pytest.raises(Exception, match="is not inside"):
+        spark.sql(
+            f"{contracts.DELETE_STATEMENT} batched.t locations '{json.dumps([before['day=a'], f'file:{fresh}'])}'"
+        )
+    assert inside.is_dir() and fresh.is_dir()
     # The column's name in any case; the partition now reads the new folder.
     assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [2, 10]

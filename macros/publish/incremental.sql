@@ -2,17 +2,25 @@
     tables, spec rebuilds) or its partitions, then one cleanup. -#}
 
 {% macro publish_incremental(rels, run, plan) %}
-  {%- set obsolete = [] -%}
+  {%- set published = {'obsolete': [], 'batched': false} -%}
   {%- if plan.whole -%}
     {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, plan.content, run.existing, run.info, plan.accounting) -%}
   {%- else -%}
-    {%- do obsolete.extend(spark_bucketing.publish_partitions(rels, run.info, run.meta, run.spec, run.columns, plan)) -%}
+    {%- do published.update(spark_bucketing.publish_partitions(rels, run.info, run.meta, run.spec, run.columns, plan)) -%}
   {%- endif -%}
+  {%- set obsolete = published.obsolete -%}
   {%- if plan.staged -%}
     {#- After a rebuild the staged rows may be gone already, with the old table's folder. -#}
     {%- do adapter.drop_relation(rels.new) -%}
     {%- do obsolete.append(plan.stage_location) -%}
   {%- endif -%}
-  {#- One batch: the replaced partition folders and the staged rows. -#}
-  {%- do spark_bucketing.delete_locations(obsolete, rels.scratch) -%}
+  {#- One batch: the replaced partition folders and the staged rows, all
+      inside the table's folder. Through the session extension when the
+      switch went through it; else (and after a rebuild, which may have
+      moved the table's folder) through the scratch table. -#}
+  {%- if published.batched -%}
+    {%- do spark_bucketing.delete_table_folders(rels.target, obsolete) -%}
+  {%- else -%}
+    {%- do spark_bucketing.delete_locations(obsolete, rels.scratch) -%}
+  {%- endif -%}
 {% endmacro %}

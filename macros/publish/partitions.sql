@@ -7,7 +7,10 @@
   {#- What a write replaces, from the catalog: {'listed': the side entry's
       partitions, 'catalog': the table's, 'emptied': paths of replaced
       partitions (static partitions, a merge's scope) the new rows left
-      empty, 'other': a files_sql of every partition replaced, or none}. -#}
+      empty, 'batched': whether the switch goes through the session
+      extension (which reports the folders it replaces), 'other': a
+      files_sql of the replaced partitions whose folders are wanted (all of
+      them, or with 'batched' the emptied ones), or none}. -#}
   {%- set listed = spark_bucketing.catalog_partitions(rels.incr) -%}
   {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
   {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
@@ -15,9 +18,11 @@
   {%- for path, values in catalog.items() if path not in listed and spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
     {%- do emptied.append(path) -%}
   {%- endfor -%}
+  {%- set switched = catalog.keys() | select('in', listed) | list -%}
+  {%- set batched = switched | length > 0 and spark_bucketing.extension_active() -%}
   {%- set old_values = [] -%}
-  {%- for path, values in catalog.items() if path in listed or path in emptied -%}{%- do old_values.append(values) -%}{%- endfor -%}
-  {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied,
+  {%- for path, values in catalog.items() if path in emptied or (path in listed and not batched) -%}{%- do old_values.append(values) -%}{%- endfor -%}
+  {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied, 'batched': batched,
              'other': spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none}) }}
 {% endmacro %}
 
@@ -86,9 +91,10 @@
 {% endmacro %}
 
 {% macro publish_partitions(rels, info, meta, spec, columns, plan) %}
-  {#- `plan`: a strategy's plan (strategies/). Returns the replaced folders
-      inside the table's folder, for the caller to delete once everything is
-      published. -#}
+  {#- `plan`: a strategy's plan (strategies/). Returns {'obsolete': the
+      replaced folders inside the table's folder, for the caller to delete
+      once everything is published, 'batched': whether the switch went
+      through the session extension}. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows) -%}
   {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions) -%}
@@ -96,7 +102,7 @@
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- set declared = spark_bucketing.undeclare_other_spec(rels, info, spec) -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
-  {%- do spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog) -%}
+  {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog, scope.batched) -%}
   {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
   {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied, scope.catalog) -%}
@@ -104,8 +110,9 @@
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
   {%- do spark_bucketing.converge(rels, spec, spark_bucketing.published_state(meta, scope, checked.stats, written_props, declared)) -%}
   {%- set obsolete = [] -%}
-  {%- for path, old in checked.replaced.items() if spark_bucketing.is_under(old.location, info.location) -%}
-    {%- do obsolete.append(old.location) -%}
+  {%- for folder in (left or []) + (checked.replaced.values() | map(attribute='location') | list)
+      if folder and spark_bucketing.is_under(folder, info.location) -%}
+    {%- do obsolete.append(folder) -%}
   {%- endfor -%}
-  {{ return(obsolete) }}
+  {{ return({'obsolete': obsolete, 'batched': scope.batched}) }}
 {% endmacro %}

@@ -23,3 +23,19 @@
   {%- endfor -%}
   {%- do adapter.drop_relation(scratch_relation) -%}
 {% endmacro %}
+
+{% macro delete_statement() %}
+  {#- The extension's statement that deletes folders inside a table's folder;
+      tied to DeleteStatement in scala/Contracts.scala. -#}
+  {{ return('spark_bucketing delete folders') }}
+{% endmacro %}
+
+{% macro delete_table_folders(target, locations) %}
+  {#- Deletes folders inside `target`'s folder with the session extension's
+      one statement (it refuses the whole list, deleting nothing, when a
+      folder is outside the table's folder). -#}
+  {%- if not locations -%}{{ return(none) }}{%- endif -%}
+  {%- call statement('spark_bucketing_delete_folders') -%}
+    {{ spark_bucketing.delete_statement() }} {{ target }} locations {{ spark_bucketing.sql_string(tojson(locations)) }}
+  {%- endcall -%}
+{% endmacro %}

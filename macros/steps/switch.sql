@@ -21,17 +21,9 @@
 {% endmacro %}
 
 {% macro set_location_statements(target, replaced) %}
-  {#- The statements that point the `replaced` partitions (stats) at their
-      new folders. With the session extension loaded and on, one statement
-      for all: one metastore call, which the metastore applies in one
-      transaction. Without it, Spark SQL's one ALTER TABLE per partition
-      (for one partition that is one call too, so the session is not asked). -#}
-  {%- if not replaced -%}{{ return([]) }}{%- endif -%}
-  {%- if replaced | length > 1 and spark_bucketing.extension_active() -%}
-    {%- set moves = [] -%}
-    {%- for s in replaced -%}{%- do moves.append({'spec': s['values'], 'location': s.location}) -%}{%- endfor -%}
-    {{ return([spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(moves))]) }}
-  {%- endif -%}
+  {#- Spark SQL's statements that point the `replaced` partitions (stats) at
+      their new folders: one ALTER TABLE per partition, each its own
+      metastore call. -#}
   {%- set statements = [] -%}
   {%- for s in replaced -%}
     {%- do statements.append('alter table ' ~ target ~ ' ' ~ spark_bucketing.partition_clause(s['values'])
@@ -40,18 +32,35 @@
   {{ return(statements) }}
 {% endmacro %}
 
-{% macro switch_partitions(target, stats, catalog) %}
+{% macro batched_switch_sql(target, replaced) %}
+  {#- The session extension's one statement for all the `replaced`
+      partitions: one metastore call, applied in one transaction. It
+      returns each partition's previous folder. -#}
+  {%- set moves = [] -%}
+  {%- for s in replaced -%}{%- do moves.append({'spec': s['values'], 'location': s.location}) -%}{%- endfor -%}
+  {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(moves))) }}
+{% endmacro %}
+
+{% macro switch_partitions(target, stats, catalog, batched=false) %}
   {#- Points the table's partitions at their new, verified folders: the
-      replaced ones (set_location_statements), then the new ones, added 100
-      per statement. -#}
-  {%- set statements = spark_bucketing.set_location_statements(target, stats | selectattr('path', 'in', catalog) | list) -%}
+      replaced ones (with `batched`, through the extension's one statement),
+      then the new ones, added 100 per statement. Returns, with `batched`,
+      the folders the replaced partitions were in; else none. -#}
+  {%- set replaced = stats | selectattr('path', 'in', catalog) | list -%}
   {%- set added = [] -%}
   {%- for s in stats | rejectattr('path', 'in', catalog) -%}{%- do added.append((s['values'], s.location)) -%}{%- endfor -%}
+  {%- set statements = [] if batched else spark_bucketing.set_location_statements(target, replaced) -%}
   {%- do statements.extend(spark_bucketing.add_partition_statements(target, added)) -%}
+  {%- set left = none -%}
+  {%- if batched -%}
+    {%- set left = run_query(spark_bucketing.batched_switch_sql(target, replaced)).columns[0].values() | list -%}
+    {%- do spark_bucketing.checkpoint('mid_switch') -%}
+  {%- endif -%}
   {%- for sql in statements -%}
     {%- call statement('spark_bucketing_switch_partition') -%}{{ sql }}{%- endcall -%}
-    {%- if loop.first -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
+    {%- if loop.first and not batched -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
   {%- endfor -%}
+  {{ return(left) }}
 {% endmacro %}
 
 {% macro drop_partitions(target, paths, catalog) %}

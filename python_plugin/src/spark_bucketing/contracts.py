@@ -28,6 +28,8 @@ EXTENSION_CLASS = "sparkbucketing.BucketingExtensions"
 EXTENSION_SWITCH = "spark_bucketing.extension.enabled"
 #: The statement the extension adds: many partitions to new folders in one metastore call.
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
+#: ... and deletes folders inside a table's folder in one statement.
+DELETE_STATEMENT = "spark_bucketing delete folders"
 
 #: Spark's setting that makes a bucketed scan report its sort order.
 SORT_ORDERING_SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"

@@ -11,6 +11,8 @@ object Contracts {
   val ExtensionSwitch = "spark_bucketing.extension.enabled"
   /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
   val SwitchStatement = "spark_bucketing switch partitions"
+  /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */
+  val DeleteStatement = "spark_bucketing delete folders"
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */
   val SparkBucketFileName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$"""
 }

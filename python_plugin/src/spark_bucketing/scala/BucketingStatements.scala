@@ -3,10 +3,11 @@ package sparkbucketing
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.catalog.CatalogUtils
-import org.apache.spark.sql.catalyst.expressions.{Expression, Literal}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.command.LeafRunnableCommand
@@ -21,15 +22,19 @@ import org.apache.spark.sql.types.{DataType, StringType, StructType}
  *  per statement, each its own metastore call. This reads the partitions,
  *  then hands all of them to the session catalog's alterPartitions at once:
  *  for a Hive metastore one alter_partitions call, which the metastore
- *  applies in one transaction (every partition moves, or none does). */
+ *  applies in one transaction (every partition moves, or none does).
+ *  Returns each partition's previous folder. */
 case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[(Map[String, String], String)])
     extends LeafRunnableCommand {
+
+  /** Each partition's previous folder, in the order of `moves`. */
+  override val output: Seq[Attribute] = Seq(AttributeReference("previous_location", StringType)())
 
   override def run(session: SparkSession): Seq[Row] = {
     val catalog = session.sessionState.catalog
     val meta = catalog.getTableMetadata(table)
     val resolver = session.sessionState.conf.resolver
-    val updated = moves.map { case (spec, location) =>
+    val pairs = moves.map { case (spec, location) =>
       // The catalog's spelling of each column (a Hive table's are lower case).
       val normalized = spec.map { case (key, value) =>
         val field = meta.partitionSchema.fieldNames.find(resolver(_, key)).getOrElse(
@@ -37,19 +42,54 @@ case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[(Map[Stri
         field -> value
       }
       val old = catalog.getPartition(meta.identifier, normalized)
-      old.copy(storage = old.storage.copy(locationUri = Some(CatalogUtils.stringToURI(location))))
+      (old, old.copy(storage = old.storage.copy(locationUri = Some(CatalogUtils.stringToURI(location)))))
     }
+    val (previous, updated) = pairs.unzip
     if (updated.nonEmpty) {
       catalog.alterPartitions(meta.identifier, updated)
       session.catalog.refreshTable(meta.identifier.quotedString)
     }
+    previous.map(old => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull))
+  }
+}
+
+/** Deletes folders a table no longer uses, in one statement:
+ *
+ *    SPARK_BUCKETING DELETE FOLDERS <table> LOCATIONS '<json>'
+ *
+ *  where <json> is [folder, ...]. Each folder must lie inside the table's
+ *  folder (the command refuses the whole list otherwise, before deleting
+ *  any). Without the extension the package deletes them through a scratch
+ *  managed table (create, add the folders as partitions, drop): three
+ *  statements and as many metastore transactions. A folder already gone is
+ *  no error. */
+case class DeleteFolders(table: TableIdentifier, folders: Seq[String]) extends LeafRunnableCommand {
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val meta = session.sessionState.catalog.getTableMetadata(table)
+    val conf = session.sessionState.newHadoopConf()
+    val root = new Path(meta.location)
+    val rootName = root.getFileSystem(conf).makeQualified(root).toString.stripSuffix("/") + "/"
+    val paths = folders.map { f =>
+      val path = new Path(CatalogUtils.stringToURI(f))
+      val qualified = path.getFileSystem(conf).makeQualified(path)
+      if (!qualified.toString.startsWith(rootName)) {
+        throw new IllegalArgumentException(
+          s"${Contracts.DeleteStatement}: $f is not inside ${meta.identifier.quotedString}'s folder $root; nothing was deleted")
+      }
+      qualified
+    }
+    paths.foreach(p => p.getFileSystem(conf).delete(p, true))
     Seq.empty
   }
 }
 
-object SwitchPartitionLocations {
-  private val Statement =
-    ("(?is)^" + Contracts.SwitchStatement.split(" ").mkString("\\s+") + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
+/** The SPARK_BUCKETING statements: `<statement> <table> LOCATIONS '<json>'`. */
+object BucketingStatements {
+  private def pattern(statement: String) =
+    ("(?is)^" + statement.split(" ").mkString("\\s+") + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
+  private val Switch = pattern(Contracts.SwitchStatement)
+  private val Delete = pattern(Contracts.DeleteStatement)
 
   /** `sql` after its leading blanks and comments (dbt puts one before every statement). */
   private def body(sql: String): String = {
@@ -68,19 +108,22 @@ object SwitchPartitionLocations {
     sql.substring(i)
   }
 
-  /** The command, if `sql` is the statement. */
-  def parse(sql: String, delegate: ParserInterface): Option[SwitchPartitionLocations] = body(sql) match {
-    case Statement(name, literal) =>
-      val json = delegate.parseExpression(literal) match {
-        case Literal(value, StringType) if value != null => value.toString
-        case _ => throw new IllegalArgumentException(
-          s"${Contracts.SwitchStatement}: LOCATIONS takes one string literal, not $literal")
-      }
-      val moves = new ObjectMapper().readTree(json).elements().asScala.map { entry =>
+  private def json(literal: String, delegate: ParserInterface) = delegate.parseExpression(literal) match {
+    case Literal(value, StringType) if value != null => new ObjectMapper().readTree(value.toString)
+    case _ => throw new IllegalArgumentException(s"spark_bucketing: LOCATIONS takes one string literal, not $literal")
+  }
+
+  /** The command, if `sql` is one of the statements. */
+  def parse(sql: String, delegate: ParserInterface): Option[LeafRunnableCommand] = body(sql) match {
+    case Switch(name, literal) =>
+      val moves = json(literal, delegate).elements().asScala.map { entry =>
         val spec = entry.get("spec").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
         (spec, entry.get("location").asText())
       }.toSeq
       Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves))
+    case Delete(name, literal) =>
+      val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
+      Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))
     case _ => None
   }
 }
@@ -88,9 +131,9 @@ object SwitchPartitionLocations {
 /** Spark's parser, plus the SPARK_BUCKETING statements. */
 class BucketingParser(delegate: ParserInterface) extends ParserInterface {
   override def parsePlan(sql: String): LogicalPlan =
-    SwitchPartitionLocations.parse(sql, delegate).getOrElse(delegate.parsePlan(sql))
+    BucketingStatements.parse(sql, delegate).getOrElse(delegate.parsePlan(sql))
   override def parsePlanWithParameters(sql: String, params: ParameterContext): LogicalPlan =
-    SwitchPartitionLocations.parse(sql, delegate).getOrElse(delegate.parsePlanWithParameters(sql, params))
+    BucketingStatements.parse(sql, delegate).getOrElse(delegate.parsePlanWithParameters(sql, params))
   override def parseExpression(sql: String): Expression = delegate.parseExpression(sql)
   override def parseTableIdentifier(sql: String): TableIdentifier = delegate.parseTableIdentifier(sql)
   override def parseFunctionIdentifier(sql: String): FunctionIdentifier = delegate.parseFunctionIdentifier(sql)

@@ -20,13 +20,10 @@ from tests.support.incremental import (
     partition_rows,
     run_model,
     run_statements,
+    statement_body,
     step,
     table_rows,
 )
-
-
-def _body(statement: str) -> str:
-    return statement.split("*/", 1)[-1].strip()
 
 
 def _locations(spark, table: str) -> dict[str, str]:
@@ -47,7 +44,7 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
         table = step(spark, dbt_project, name, expected, {**base, "days": list(range(6))})
         old_folders = _locations(spark, table)
         vars_ = {**base, "days": [1, 2, 3, 4, 8, 9], "tag": 1}
-        statements = [_body(s) for s in run_statements(dbt_project, name, vars_)]
+        statements = [statement_body(s) for s in run_statements(dbt_project, name, vars_)]
         expected.apply(spark, vars_)
     (batch,) = [s for s in statements if s.lower().startswith(contracts.SWITCH_STATEMENT)]
     assert len(json.loads(re.search(r"locations '(.*)'$", batch, re.S).group(1))) == 4
@@ -96,9 +93,10 @@ def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, f
     assert partition_layout_problems(spark, table) == []
 
 
-def _switch_sql(table: str, moves: list[dict]) -> str:
-    literal = json.dumps(moves).replace("\\", "\\\\").replace("'", "\\'")
-    return f"{contracts.SWITCH_STATEMENT} {table} locations '{literal}'"
+def _statement_sql(statement: str, table: str, payload: list) -> str:
+    """One of the extension's statements, its JSON payload as an escaped SQL string."""
+    literal = json.dumps(payload).replace("\\", "\\\\").replace("'", "\\'")
+    return f"{statement} {table} locations '{literal}'"
 
 
 def test_a_batch_that_fails_inside_the_metastore_moves_no_partition(spark, tmp_path):
@@ -124,18 +122,17 @@ def test_a_batch_that_fails_inside_the_metastore_moves_no_partition(spark, tmp_p
         ),
     ):
         with extension_on(spark), pytest.raises(Exception, match=error):
-            spark.sql(_switch_sql("batched.t", moves))
+            spark.sql(_statement_sql(contracts.SWITCH_STATEMENT, "batched.t", moves))
         assert _locations(spark, "batched.t") == before
         assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [1, 2]
     with extension_on(spark):
-        spark.sql(_switch_sql("batched.t", [{"spec": {"DAY": "a"}, "location": f"file:{fresh}"}]))
+        move = {"spec": {"DAY": "a"}, "location": f"file:{fresh}"}
+        spark.sql(_statement_sql(contracts.SWITCH_STATEMENT, "batched.t", [move]))
     # A folder outside the table's folder: refused, and nothing deleted (the
     # folder inside the table's, listed first, included).
     inside = local_path(before["day=a"])
     with extension_on(spark), pytest.raises(Exception, match="is not inside"):
-        spark.sql(
-            f"{contracts.DELETE_STATEMENT} batched.t locations '{json.dumps([before['day=a'], f'file:{fresh}'])}'"
-        )
+        spark.sql(_statement_sql(contracts.DELETE_STATEMENT, "batched.t", [before["day=a"], f"file:{fresh}"]))
     assert inside.is_dir() and fresh.is_dir()
     # The column's name in any case; the partition now reads the new folder.
     assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [2, 10]

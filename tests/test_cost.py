@@ -20,6 +20,7 @@ from tests.support.incremental import (
     declared,
     partition_layout_problems,
     run_statements,
+    statement_body,
     step,
     table_rows,
 )
@@ -30,14 +31,9 @@ def _files_of_day(spark, table: str, day: str) -> list[Path]:
     return [input_file_path(r.f) for r in rows]
 
 
-def _body(statement: str) -> str:
-    """The statement without dbt's leading comment."""
-    return statement.split("*/", 1)[-1].strip()
-
-
 def _shape(statements: list[str]) -> list[str]:
     """Each statement's first words: what kind of work it is."""
-    return [" ".join(_body(s).split()[:3]).lower() for s in statements]
+    return [" ".join(statement_body(s).split()[:3]).lower() for s in statements]
 
 
 @pytest.mark.parametrize("strategy", ["insert_overwrite", "append"])
@@ -84,10 +80,10 @@ def test_one_day_run_reads_and_states_only_what_it_writes(spark, dbt_project, st
     # statement, every replaced folder deleted in one batch (three statements).
     backfill = one_day(list(range(5, 20)) + list(range(40, 55)), 5)
     assert sum(bool(re.search(r"partition \(`day` = '[^']*'\) set location", s)) for s in backfill) == 15
-    (added,) = [_body(s) for s in backfill if re.match(r"alter table \S+ add partition", _body(s))]
+    (added,) = [statement_body(s) for s in backfill if re.match(r"alter table \S+ add partition", statement_body(s))]
     assert added.count("partition (`day`") == 15
     assert sum("set tblproperties" in s.lower() for s in backfill) == 1
-    assert sum("__dbt_scratch" in _body(s) for s in backfill) == 3
+    assert sum("__dbt_scratch" in statement_body(s) for s in backfill) == 3
     assert table_rows(spark, table) == expected.rows()
     result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
@@ -152,7 +148,7 @@ def test_models_running_at_the_same_time_see_no_setting_and_lose_no_partition(sp
         assert result.success, failure_text(result)
         # The bucketed models read settings (`set <key>`) but never change one.
         ours = [s for s in statements if any(f'.{name}"' in s for name in strategies)]
-        assert ours and not [s for s in ours if re.match(r"(set\s+\S+\s*=|reset\b)", _body(s), re.I)]
+        assert ours and not [s for s in ours if re.match(r"(set\s+\S+\s*=|reset\b)", statement_body(s), re.I)]
         stock_days.update(days)
         for name, strategy in strategies.items():
             expected[name].apply(spark, {**vars_, "strategy": strategy})

@@ -118,6 +118,11 @@ def run_statements(project: DbtProject, name: str, vars_: dict) -> list[str]:
     return statements
 
 
+def statement_body(statement: str) -> str:
+    """A statement dbt sent, without the comment dbt puts before it."""
+    return statement.split("*/", 1)[-1].strip()
+
+
 def table_rows(spark: SparkSession, table: str) -> Counter:
     return Counter((r.k, r.payload, r.id) for r in spark.table(table).select("k", "payload", "id").collect())
 

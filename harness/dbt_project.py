@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from dbt.cli.main import dbtRunner, dbtRunnerResult
+
+# The package's fault-injection hook (macros/utils/errors.sql: checkpoint).
+FAIL_AT = "SPARK_BUCKETING_FAIL_AT"
 
 
 @dataclass
@@ -63,9 +69,11 @@ class DbtProject:
     def remove_model(self, name: str) -> None:
         (self.root / "models" / f"{name}.sql").unlink(missing_ok=True)
 
-    def dbt(self, *args: str, statements: list[str] | None = None) -> dbtRunnerResult:
+    def dbt(self, *args: str, statements: list[str] | None = None, fail_at: str | None = None) -> dbtRunnerResult:
         """Runs dbt in this process. `statements`, if given, receives the SQL
-        of every statement dbt sends to Spark."""
+        of every statement dbt sends to Spark; `fail_at` injects a failure at
+        that step of the package's runs (through the environment: a change of
+        --vars would make dbt parse the whole project again, 1-3 s)."""
         argv = [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         if args and args[0] in ("run", "test"):
             # The result object is what the tests read; writing manifest.json
@@ -74,13 +82,21 @@ class DbtProject:
         callbacks = []
         if statements is not None:
             callbacks.append(lambda e: statements.append(e.data.sql) if e.info.name == "SQLQuery" else None)
-        return dbtRunner(callbacks=callbacks).invoke(argv)
+        if fail_at is None:
+            return dbtRunner(callbacks=callbacks).invoke(argv)
+        os.environ[FAIL_AT] = fail_at
+        try:
+            return dbtRunner(callbacks=callbacks).invoke(argv)
+        finally:
+            del os.environ[FAIL_AT]
 
-    def run(self, *select: str, expect_ok: bool = True, extra: tuple[str, ...] = ()) -> dbtRunnerResult:
+    def run(
+        self, *select: str, expect_ok: bool = True, extra: tuple[str, ...] = (), fail_at: str | None = None
+    ) -> dbtRunnerResult:
         args = ["run", *extra]
         if select:
             args += ["--select", *select]
-        result = self.dbt(*args)
+        result = self.dbt(*args, fail_at=fail_at)
         if expect_ok:
             assert result.success, failure_text(result)
         return result
@@ -98,3 +114,11 @@ def failure_text(result: dbtRunnerResult) -> str:
 
 def node_messages(result: dbtRunnerResult) -> dict[str, str]:
     return {r.node.name: f"{r.status}: {r.message}" for r in result.result.results}
+
+
+def with_vars(sql: str, **vars_) -> str:
+    """A model's SQL whose `var(...)` calls read `vars_`, set in the model file
+    itself. dbt then re-parses only that file (partial parsing), where a change
+    of `--vars` makes it parse the whole project again (1-4 s a run)."""
+    literal = json.dumps(vars_).replace("\\", "\\\\").replace("'", "\\'")
+    return "{% set sb_vars = fromjson('" + literal + "') %}\n" + re.sub(r"\bvar\(", "sb_vars.get(", sql)

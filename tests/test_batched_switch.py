@@ -82,7 +82,7 @@ def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, f
         vars_ = {"days": [1, 2, 3], "tag": 1}
         new = expected.copy()
         new.apply(spark, vars_)
-        result = run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": fail_at}, expect_ok=False)
+        result = run_model(dbt_project, name, vars_, expect_ok=False, fail_at=fail_at)
         assert f"injected failure at step '{fail_at}'" in failure_text(result) + str(node_messages(result))
         now = partition_rows(spark, table)
         for day in set(old.nonempty()) | set(new.nonempty()) | set(now):

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from harness.dbt_project import failure_text
+from harness.dbt_project import failure_text, with_vars
 from harness.spark import extension_on
 from spark_bucketing import plans
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
@@ -314,10 +314,10 @@ def test_package_runs_and_tests_work_with_the_extension_on(spark, tables, dbt_pr
             "incremental_strategy": strategy,
             **({"unique_key": ["k", "p"]} if strategy == "merge" else {}),
         }
-        dbt_project.write_model(f"{name}_{strategy}", sql, config)
         with extension_on(spark):
             for start in (0, 100):
-                result = dbt_project.run(f"{name}_{strategy}", extra=("--vars", f"{{start: {start}}}"))
+                dbt_project.write_model(f"{name}_{strategy}", with_vars(sql, start=start), config)
+                result = dbt_project.run(f"{name}_{strategy}")
                 assert result.success, failure_text(result)
             result = dbt_project.test_model(
                 f"{name}_{strategy}", "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata"
@@ -351,8 +351,8 @@ def test_merges_into_an_evolving_table_with_the_extension_on(spark, tables, dbt_
                 "unique_key": ["k", "p"],
                 "on_bucket_change": "evolve",
             }
-            dbt_project.write_model(name, sql, config)
-            result = dbt_project.run(name, extra=("--vars", json.dumps({"start": start, "run": run})))
+            dbt_project.write_model(name, with_vars(sql, start=start, run=run), config)
+            result = dbt_project.run(name)
             assert result.success, failure_text(result)
             result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
             assert result.success, failure_text(result)

@@ -49,7 +49,7 @@ def test_failure_between_steps_of_an_evolution_loses_nothing(spark, dbt_project,
     new = expected.copy()
     new.apply(spark, vars_)
 
-    result = run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": fail_at}, expect_ok=False)
+    result = run_model(dbt_project, name, vars_, expect_ok=False, fail_at=fail_at)
     assert f"injected failure at step '{fail_at}'" in failure_text(result) + str(node_messages(result))
     if fail_at.endswith("mid_swap"):
         # Between the two renames of a swap the rows sit in the backup entry;
@@ -76,7 +76,7 @@ def test_failure_during_a_full_rebuild_keeps_the_old_table(spark, dbt_project, f
     table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
     before = table_rows(spark, table)
     vars_ = {"days": [1, 2], "buckets": 6, "on_change": "rebuild", "tag": 1}
-    run_model(dbt_project, name, {**vars_, "spark_bucketing_fail_at": fail_at}, expect_ok=False)
+    run_model(dbt_project, name, vars_, expect_ok=False, fail_at=fail_at)
     # mid_swap leaves the live table under its backup name: the next run puts it back first.
     assert table_rows(spark, table if fail_at == "before_swap" else f"{table}__dbt_backup") == before
     step(spark, dbt_project, name, expected, vars_)

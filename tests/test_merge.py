@@ -102,9 +102,11 @@ def spark_config(**extra) -> dict:
     return {"clustered_by": ["id"], "buckets": 4, "partition_by": ["day"], "bucket_hash": "spark", **extra}
 
 
-def run_batch(project: DbtProject, name: str, batch: list[tuple], config: dict, *extra: str, expect_ok: bool = True):
+def run_batch(
+    project: DbtProject, name: str, batch: list[tuple], config: dict, expect_ok: bool = True, fail_at: str | None = None
+):
     (project.root / "models" / f"{name}.sql").write_text(model_sql(batch, config))
-    result = project.dbt("run", "--select", name, *extra)
+    result = project.dbt("run", "--select", name, fail_at=fail_at)
     if expect_ok:
         assert result.success, failure_text(result)
     return result
@@ -220,8 +222,7 @@ def test_failure_at_each_step_of_a_merge_loses_nothing(spark, dbt_project, fail_
     ]
     new = TableModel(key=("id",), rows=dict(old.rows))
     new.merge(batch)
-    vars_ = json.dumps({"spark_bucketing_fail_at": fail_at})
-    result = run_batch(dbt_project, name, batch, config, "--vars", vars_, expect_ok=False)
+    result = run_batch(dbt_project, name, batch, config, expect_ok=False, fail_at=fail_at)
     assert "injected failure" in node_messages(result)[name]
     _partitions_old_or_new(spark, table, old, new)
     # The next run completes the merge (it is idempotent for these rows).
@@ -267,8 +268,10 @@ def test_the_table_side_of_a_merge_is_read_bucketed_without_a_shuffle(spark, dbt
     run_batch(dbt_project, name, first, config)
     statements: list[str] = []
     (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql([(1, 2, "u", 1.0, False)], config))
+    # The hook as --vars (the other failure tests set it through the environment).
     vars_ = json.dumps({"spark_bucketing_fail_at": "after_write"})
-    dbt_project.dbt("run", "--select", name, "--vars", vars_, statements=statements)
+    result = dbt_project.dbt("run", "--select", name, "--vars", vars_, statements=statements)
+    assert "injected failure at step 'after_write'" in node_messages(result)[name]
     marker = f"insert into table {dbt_project.schema}.{name}__dbt_incr"
     (write,) = [s for s in statements if marker in s.lower()]
     select = write[write.lower().index("select", write.lower().index(marker)) :]

@@ -8,7 +8,6 @@ Replay a run with SB_SEED=<seed> (printed at the start of each test)."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import random
 from collections import Counter
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.dbt_project import failure_text
+from harness.dbt_project import failure_text, with_vars
 from spark_bucketing.files import local_path
 from spark_bucketing.metadata import partition_records
 
@@ -101,8 +100,8 @@ def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, req
             config["incremental_strategy"] = strategy
         rows = random_rows(rng, run, touched)
         write_source(spark, source, rows)
-        dbt_project.write_model(name, MODEL, config)
-        result = dbt_project.run(name, expect_ok=False, extra=("--vars", json.dumps({"source": source})))
+        dbt_project.write_model(name, with_vars(MODEL, source=source), config)
+        result = dbt_project.run(name, expect_ok=False)
         assert result.success, f"run {run}: {failure_text(result)}"
 
         new: dict[tuple, Counter] = {}
@@ -123,12 +122,7 @@ def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, req
             want.update(c)
         assert table_rows(spark, f"{dbt_project.schema}.{name}") == want, f"run {run}"
 
-    result = dbt_project.test_model(
-        name,
-        "spark_bucketing.bucket_layout",
-        "spark_bucketing.bucket_metadata",
-        extra=("--vars", json.dumps({"source": source})),
-    )
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
     assert_readers_agree(spark, f"{dbt_project.schema}.{name}")
 

@@ -12,8 +12,12 @@
 {% endmacro %}
 
 {% macro checkpoint(step) %}
-  {#- Fault injection for the tests: `--vars '{spark_bucketing_fail_at: <step>}'` stops the run here. -#}
-  {%- if var('spark_bucketing_fail_at', none) == step -%}
+  {#- Fault injection for the tests: `--vars '{spark_bucketing_fail_at: <step>}'`
+      or the environment variable SPARK_BUCKETING_FAIL_AT=<step> stops the run
+      here. The variable is read only while the run executes, so a change of
+      it does not make dbt parse the whole project again, as a change of
+      --vars does. -#}
+  {%- if (var('spark_bucketing_fail_at', none) or env_var('SPARK_BUCKETING_FAIL_AT', '')) == step -%}
     {%- do exceptions.raise_compiler_error("spark_bucketing: injected failure at step '" ~ step ~ "'") -%}
   {%- endif -%}
 {% endmacro %}

@@ -3,19 +3,16 @@ of what the table must hold after each run."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from harness.dbt_project import DbtProject, failure_text
+from harness.dbt_project import DbtProject, failure_text, with_vars
 from spark_bucketing import hashing
 from spark_bucketing.files import bucket_of, local_path
 from spark_bucketing.metadata import SparkClient, partition_records, read_table_metadata
-
-PACKAGE_VAR_PREFIX = "spark_bucketing_"
 
 MODEL_SQL = """
 {{ config(
@@ -90,30 +87,21 @@ def _date(s):
 
 
 def model_sql(vars_: dict) -> str:
-    """MODEL_SQL with the run's vars set in the model file itself. dbt then
-    re-parses only that file (partial parsing), where a change of `--vars`
-    makes it parse the whole project again: 4 of a 7-second run."""
-    local = json.dumps({k: v for k, v in vars_.items() if not k.startswith(PACKAGE_VAR_PREFIX)})
-    literal = local.replace("\\", "\\\\").replace("'", "\\'")
-    return "{% set sb_vars = fromjson('" + literal + "') %}\n" + MODEL_SQL.replace("var(", "sb_vars.get(")
+    """MODEL_SQL with the run's vars set in the model file itself."""
+    return with_vars(MODEL_SQL, **vars_)
 
 
-def package_vars(vars_: dict) -> tuple[str, ...]:
-    """The --vars argument for the vars the package reads (spark_bucketing_fail_at)."""
-    own = {k: v for k, v in vars_.items() if k.startswith(PACKAGE_VAR_PREFIX)}
-    return ("--vars", json.dumps(own)) if own else ()
-
-
-def run_model(project: DbtProject, name: str, vars_: dict, expect_ok: bool = True):
+def run_model(project: DbtProject, name: str, vars_: dict, expect_ok: bool = True, fail_at: str | None = None):
+    """Runs the model with `vars_`; `fail_at` injects a failure at that step."""
     (project.root / "models" / f"{name}.sql").write_text(model_sql(vars_))
-    return project.run(name, expect_ok=expect_ok, extra=package_vars(vars_))
+    return project.run(name, expect_ok=expect_ok, fail_at=fail_at)
 
 
 def run_statements(project: DbtProject, name: str, vars_: dict) -> list[str]:
     """Runs the model once; returns the SQL statements the run sent to Spark."""
     (project.root / "models" / f"{name}.sql").write_text(model_sql(vars_))
     statements: list[str] = []
-    result = project.dbt("run", "--select", name, *package_vars(vars_), statements=statements)
+    result = project.dbt("run", "--select", name, statements=statements)
     assert result.success, failure_text(result)
     return statements
 

@@ -46,35 +46,36 @@ def pytest_configure(config):
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
 
-# Seconds per test file, from `scripts/test --durations=0` (four workers on
-# two cores, 2026-11-24). pytest-xdist hands out whole files (--dist loadfile)
-# in collection order (--no-loadscope-reorder: without it, xdist sorts files
-# by their number of tests and the long randomized files, which hold few
-# tests, started last). Longest first, so that no long file starts last.
+# Seconds per test file, from a fresh clone's `scripts/test --durations=0`
+# (four workers on two cores, 2026-11-25, commit cd1799e). pytest-xdist hands
+# out whole files (--dist loadfile) in collection order
+# (--no-loadscope-reorder: without it, xdist sorts files by their number of
+# tests and the long randomized files, which hold few tests, started last).
+# Longest first, so that no long file starts last.
 FILE_WEIGHTS = {
-    "test_merge_randomized.py": 650,
-    "test_incremental.py": 590,
-    "test_partition_values.py": 590,
-    "test_randomized_evolution.py": 570,
-    "test_incremental_failures.py": 530,
-    "test_no_loss_nondeterministic.py": 510,
-    "test_cost.py": 500,
-    "test_no_loss.py": 470,
-    "test_extension.py": 470,
-    "test_merge.py": 400,
-    "test_thrift.py": 310,
-    "test_extension_randomized.py": 280,
-    "test_bucketed_table.py": 250,
-    "test_checker_corpus.py": 220,
-    "test_demo.py": 140,
-    "test_failures.py": 130,
-    "test_batched_switch.py": 120,
-    "test_clean_install.py": 105,
-    "test_configs.py": 85,
-    "test_hashing.py": 80,
-    "test_checker_cli.py": 55,
-    "test_joins.py": 45,
-    "test_layout_test.py": 40,
+    "test_randomized_evolution.py": 462,
+    "test_merge_randomized.py": 446,
+    "test_no_loss.py": 294,
+    "test_incremental.py": 274,
+    "test_cost.py": 273,
+    "test_partition_values.py": 259,
+    "test_extension.py": 220,
+    "test_extension_randomized.py": 219,
+    "test_incremental_failures.py": 216,
+    "test_merge.py": 214,
+    "test_thrift.py": 201,
+    "test_clean_install.py": 170,
+    "test_bucketed_table.py": 167,
+    "test_no_loss_nondeterministic.py": 132,
+    "test_demo.py": 125,
+    "test_batched_switch.py": 93,
+    "test_hashing.py": 55,
+    "test_failures.py": 43,
+    "test_checker_corpus.py": 42,
+    "test_checker_cli.py": 27,
+    "test_joins.py": 18,
+    "test_configs.py": 17,
+    "test_layout_test.py": 13,
 }
 
 

@@ -1,5 +1,6 @@
 """A local Spark Thrift Server started from the pyspark wheel itself, with a
-metastore and warehouse of its own (Derby admits one JVM per metastore)."""
+metastore and warehouse of its own (Derby admits one JVM per metastore), or
+a metastore service it shares (`metastore_uris`)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,18 @@ def free_port() -> int:
 
 
 class ThriftServer:
-    def __init__(self, base: Path, master: str = "local[2]", conf: dict[str, str] | None = None):
+    def __init__(
+        self,
+        base: Path,
+        master: str = "local[2]",
+        conf: dict[str, str] | None = None,
+        metastore_uris: str | None = None,
+    ):
         self.base = base
         self.master = master
         self.conf = conf or {}
+        if metastore_uris:
+            self.conf["spark.hadoop.hive.metastore.uris"] = metastore_uris
         self.port = free_port()
         self.warehouse = base / "warehouse"
         self.log = base / "thrift-server.log"

@@ -12,6 +12,8 @@ from pathlib import Path
 import yaml
 from dbt.cli.main import dbtRunner, dbtRunnerResult
 
+from harness.spark import sql_string
+
 # The package's fault-injection hook (macros/utils/errors.sql: checkpoint).
 FAIL_AT = "SPARK_BUCKETING_FAIL_AT"
 
@@ -73,7 +75,7 @@ class DbtProject:
         """Runs dbt in this process. `statements`, if given, receives the SQL
         of every statement dbt sends to Spark; `fail_at` injects a failure at
         that step of the package's runs (through the environment: a change of
-        --vars would make dbt parse the whole project again, 1-3 s)."""
+        --vars would make dbt parse the whole project again, 1-4 s)."""
         argv = [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         if args and args[0] in ("run", "test"):
             # The result object is what the tests read; writing manifest.json
@@ -120,5 +122,9 @@ def with_vars(sql: str, **vars_) -> str:
     """A model's SQL whose `var(...)` calls read `vars_`, set in the model file
     itself. dbt then re-parses only that file (partial parsing), where a change
     of `--vars` makes it parse the whole project again (1-4 s a run)."""
-    literal = json.dumps(vars_).replace("\\", "\\\\").replace("'", "\\'")
-    return "{% set sb_vars = fromjson('" + literal + "') %}\n" + re.sub(r"\bvar\(", "sb_vars.get(", sql)
+    return (
+        "{% set sb_vars = fromjson("
+        + sql_string(json.dumps(vars_))
+        + ") %}\n"
+        + re.sub(r"\bvar\(", "sb_vars.get(", sql)
+    )

@@ -60,3 +60,9 @@ def table_location(spark: SparkSession, table: str) -> Path:
 def describe(spark: SparkSession, table: str) -> dict[str, str]:
     """DESCRIBE TABLE EXTENDED as {row name: value}."""
     return {r.col_name: r.data_type for r in spark.sql(f"describe table extended {table}").collect()}
+
+
+def sql_string(text: str) -> str:
+    """`text` as a single-quoted string literal, backslashes and quotes
+    escaped: read the same by Spark SQL and by Jinja."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from harness.dbt_project import failure_text, node_messages
-from harness.spark import extension_on, local_path
+from harness.spark import extension_on, local_path, sql_string
 from spark_bucketing import contracts
 from tests.support.incremental import (
     Expected,
@@ -95,8 +95,7 @@ def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, f
 
 def _statement_sql(statement: str, table: str, payload: list) -> str:
     """One of the extension's statements, its JSON payload as an escaped SQL string."""
-    literal = json.dumps(payload).replace("\\", "\\\\").replace("'", "\\'")
-    return f"{statement} {table} locations '{literal}'"
+    return f"{statement} {table} locations {sql_string(json.dumps(payload))}"
 
 
 def test_a_batch_that_fails_inside_the_metastore_moves_no_partition(spark, tmp_path):

@@ -48,8 +48,12 @@ def metastore(tmp_path_factory):
 def server(tmp_path_factory, metastore):
     cluster = StandaloneCluster(tmp_path_factory.mktemp("shared-cluster"), workers=1)
     cluster.start()
-    srv = ThriftServer(tmp_path_factory.mktemp("shared-thrift"), master=cluster.url, metastore_uris=metastore.uris)
-    srv.warehouse = metastore.warehouse
+    srv = ThriftServer(
+        tmp_path_factory.mktemp("shared-thrift"),
+        master=cluster.url,
+        metastore_uris=metastore.uris,
+        warehouse=metastore.warehouse,
+    )
     try:
         srv.start()
         yield srv

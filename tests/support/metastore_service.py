@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pyspark
 
 from harness.spark import LOG4J_CONF, TEST_JVM_FLAGS
-from tests.support.thrift_server import free_port
+from tests.support.thrift_server import free_port, wait_for_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 JDBC_JAR = Path("/usr/share/java/postgresql.jar")
@@ -53,26 +51,11 @@ def _run(cmd: list[str]) -> str:
     return proc.stdout
 
 
-def _wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the metastore server exited:\n{log.read_text()[-3000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"the metastore server did not open port {port} in {timeout}s:\n{log.read_text()[-3000:]}")
-
-
 class MetastoreService:
     def __init__(self, warehouse: Path):
         missing = [str(p) for p in (PG_BIN / "initdb", JDBC_JAR) if not p.exists()]
         if missing:
-            raise RuntimeError(
-                f"{', '.join(missing)} missing: scripts/setup.sh installs Postgres 15 and its JDBC driver"
-            )
+            raise RuntimeError(f"{', '.join(missing)} missing: scripts/test installs Postgres 15 and its JDBC driver")
         self.warehouse = warehouse
         # Not under pytest's temporary folders: the postgres user cannot enter them.
         self.base = Path(tempfile.mkdtemp(prefix="sb-metastore-"))
@@ -116,7 +99,7 @@ class MetastoreService:
         ]
         with open(self.log, "wb") as log:
             self.server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        _wait_for_port(self.port, self.server, self.log, timeout)
+        wait_for_port(self.port, self.server, self.log, timeout, "the metastore server")
 
     def query(self, sql: str, database: str = "metastore") -> str:
         """A statement in the metastore's own database (psql's unaligned output)."""

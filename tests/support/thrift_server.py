@@ -22,6 +22,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout: float, what: str) -> None:
+    """Returns once `process` listens on `port`; raises with the end of its log if it exits or times out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited early:\n{log.read_text()[-3000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"{what} did not open port {port} in {timeout}s:\n{log.read_text()[-3000:]}")
+
+
 class ThriftServer:
     def __init__(
         self,
@@ -29,14 +43,15 @@ class ThriftServer:
         master: str = "local[2]",
         conf: dict[str, str] | None = None,
         metastore_uris: str | None = None,
+        warehouse: Path | None = None,
     ):
         self.base = base
         self.master = master
-        self.conf = conf or {}
+        self.conf = {**(conf or {})}
         if metastore_uris:
             self.conf["spark.hadoop.hive.metastore.uris"] = metastore_uris
         self.port = free_port()
-        self.warehouse = base / "warehouse"
+        self.warehouse = warehouse or base / "warehouse"
         self.log = base / "thrift-server.log"
         self.process: subprocess.Popen | None = None
 
@@ -81,19 +96,11 @@ class ThriftServer:
         ]
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"thrift server exited early:\n{self.log.read_text()[-3000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(1)
-        self.stop()
-        raise RuntimeError(
-            f"thrift server did not open port {self.port} in {timeout}s:\n{self.log.read_text()[-3000:]}"
-        )
+        try:
+            wait_for_port(self.port, self.process, self.log, timeout, "thrift server")
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -189,10 +189,19 @@ def downstream_queries(project: DbtProcessProject, tags: list[str]) -> dict:
 
 
 def incremental(
-    base: Path, sizes: list[int], backfill: int, per_day: int, buckets: int, hashes: list[str], with_extension: bool
+    base: Path,
+    sizes: list[int],
+    backfill: int,
+    per_day: int,
+    buckets: int,
+    hashes: list[str],
+    with_extension: bool,
+    models_per_side: int = 1,
 ) -> None:
     """`with_extension`: every dbt process loads the session extension (ours
-    then switches replaced partitions in one statement; stock is unaffected)."""
+    then switches replaced partitions in one statement; stock is unaffected).
+    `models_per_side` > 1: each side is that many models (tables) run by one
+    `dbt run`, as a project's models are; the figures are per model."""
     from spark_bucketing import extension
 
     settings = extension.spark_settings(extension.build_jar()) if with_extension else {}
@@ -201,24 +210,31 @@ def incremental(
     sql = DAILY.format(per_day=per_day)
     common = f"partition_by=['day'], clustered_by=['k'], buckets={buckets}, incremental_strategy=var('strategy')"
     models = project.root / "models"
-    sides = {}
-    for family in hashes:
-        (models / f"daily_{family}.sql").write_text(
-            f"{{{{ config(materialized='bucketed_incremental', bucket_hash='{family}', " + common + ") }}\n" + sql
-        )
-        sides[f"bucketed_incremental {family}"] = f"daily_{family}"
-    (models / "daily_stock.sql").write_text(
-        "{{ config(materialized='incremental', file_format='parquet', " + common + ") }}\n" + sql
-    )
+    configs = {
+        **{f"daily_{family}": f"materialized='bucketed_incremental', bucket_hash='{family}'" for family in hashes},
+        "daily_stock": "materialized='incremental', file_format='parquet'",
+    }
+    for name, config in configs.items():
+        for i in range(models_per_side):
+            model = name if models_per_side == 1 else f"{name}_{i}"
+            (models / f"{model}.sql").write_text("{{ config(" + config + ", " + common + ") }}\n" + sql)
+    sides = {f"bucketed_incremental {family}": f"daily_{family}" for family in hashes}
     sides["stock incremental"] = "daily_stock"
+    if models_per_side > 1:
+        sides = {side: f"{name}_*" for side, name in sides.items()}
 
     def run(model: str, first: int, last: int, strategy: str, *extra: str):
         vars_ = json.dumps({"first": first, "last": last, "strategy": strategy, "tag": first})
-        return lambda: counted.run("--select", model, "--vars", vars_, *extra)
+        return lambda: per_model(counted.run("--select", model, "--vars", vars_, *extra), models_per_side)
 
     print(
         f"\nIncremental runs: {per_day:,} rows a day, {buckets} buckets (stock: same clustered_by/buckets)"
         + (", the session extension loaded" if with_extension else "")
+        + (
+            f"; {models_per_side} models per side in one `dbt run` each, figures per model"
+            if models_per_side > 1
+            else ""
+        )
     )
     print("model s: dbt's time for the model; wall s: the whole `dbt run` process, JVM start included")
     print(
@@ -238,6 +254,12 @@ def incremental(
         report(n, f"backfill {backfill} days, {strategy}", best_alternating(runs, "model"), first_size)
 
 
+def per_model(result: dict, models: int) -> dict:
+    """A run of `models` models as the figures of one: model time, wall time,
+    statements and jobs divided by the count."""
+    return {k: v / models for k, v in result.items()} if models > 1 else result
+
+
 def report(n: int, label: str, best: dict, first_size: dict) -> None:
     stock = best["stock incremental"]
     for side, r in best.items():
@@ -245,7 +267,7 @@ def report(n: int, label: str, best: dict, first_size: dict) -> None:
         print(
             f"{n:>10} {label:<28} {side:<26} {r['model']:>8.1f} {r['model'] / stock['model']:>8.2f}x"
             f" {r['s']:>7.1f} {r['s'] / stock['s']:>8.2f}x {r['model'] / base:>10.2f}x"
-            f" {r['statements']:>6} {r['jobs']:>5}"
+            f" {r['statements']:>6g} {r['jobs']:>5g}"
         )
 
 
@@ -261,6 +283,7 @@ def main() -> int:
     parser.add_argument("--daily-buckets", type=int, default=8, help="buckets of the incremental runs' tables")
     parser.add_argument("--hashes", nargs="+", choices=["spark", "hive"], default=["spark", "hive"])
     parser.add_argument("--extension", action="store_true", help="incremental runs with the session extension loaded")
+    parser.add_argument("--models", type=int, default=1, help="incremental: models per side in one `dbt run`")
     parser.add_argument("--only", choices=["full", "incremental"], default=None)
     parser.add_argument("--base", type=Path, default=None, help="folder for the projects (default: a temporary one)")
     args = parser.parse_args()
@@ -268,7 +291,16 @@ def main() -> int:
     if args.only in (None, "full"):
         full_build(base, args.rows, args.tasks, args.days, args.buckets)
     if args.only in (None, "incremental"):
-        incremental(base, args.sizes, args.backfill, args.per_day, args.daily_buckets, args.hashes, args.extension)
+        incremental(
+            base,
+            args.sizes,
+            args.backfill,
+            args.per_day,
+            args.daily_buckets,
+            args.hashes,
+            args.extension,
+            args.models,
+        )
     return 0
 
 

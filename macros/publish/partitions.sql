@@ -15,7 +15,10 @@
   {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
   {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
   {%- set emptied = [] -%}
-  {%- for path, values in catalog.items() if path not in listed and spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
+  {#- Only static partitions (and a merge's scope) are replaced without new
+      rows: with none, the table's other partitions are not looked at (a
+      macro call per partition costs seconds on 10,000 partitions). -#}
+  {%- for path, values in catalog.items() if to_replace and path not in listed and spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
     {%- do emptied.append(path) -%}
   {%- endfor -%}
   {%- set switched = catalog.keys() | select('in', listed) | list -%}
@@ -78,7 +81,10 @@
   {%- set records = published.records.values() | list -%}
   {%- set common = namespace(spec=spark_bucketing.spec_record(spec) if records | length == 0 else records[0]) -%}
   {%- for rec in records if common.spec is not none -%}
-    {%- if rec is none or not spark_bucketing.same_spec(rec, common.spec) -%}{%- set common.spec = none -%}{%- endif -%}
+    {#- Equal fields are the same spec: same_spec (a macro call) only for the rest. -#}
+    {%- if rec is none or not (rec.hash == common.spec.hash and rec.buckets == common.spec.buckets
+        and rec.clustered_by == common.spec.clustered_by and rec.sorted_by == common.spec.sorted_by
+        or spark_bucketing.same_spec(rec, common.spec)) -%}{%- set common.spec = none -%}{%- endif -%}
   {%- endfor -%}
   {%- if not spark_bucketing.same_spec(published.declared, common.spec) -%}
     {%- set stats = none if common.spec is none else spark_bucketing.partition_stats(rels.target, spec.partition_by) -%}

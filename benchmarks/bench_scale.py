@@ -11,6 +11,7 @@ of three, sides alternated.
 
     .venv/bin/python benchmarks/bench_scale.py [--rows 3000000] [--sizes 10 100 1000] [--backfill 300]
         [--only incremental] [--per-day 400] [--daily-buckets 8] [--hashes spark hive] [--extension]
+        [--models 1] [--catalog derby|postgres]
 
 Prints the figures docs/benchmarks.md reports.
 """
@@ -197,15 +198,20 @@ def incremental(
     hashes: list[str],
     with_extension: bool,
     models_per_side: int = 1,
+    catalog_conf: dict | None = None,
 ) -> None:
     """`with_extension`: every dbt process loads the session extension (ours
     then switches replaced partitions in one statement; stock is unaffected).
     `models_per_side` > 1: each side is that many models (tables) run by one
-    `dbt run`, as a project's models are; the figures are per model."""
+    `dbt run`, as a project's models are; the figures are per model.
+    `catalog_conf`: the settings of a metastore service to use instead of
+    each project's embedded Derby."""
     from spark_bucketing import extension
 
     settings = extension.spark_settings(extension.build_jar()) if with_extension else {}
-    counted = project_with_events(base / ("incremental-extension" if with_extension else "incremental"), **settings)
+    counted = project_with_events(
+        base / ("incremental-extension" if with_extension else "incremental"), **settings, **(catalog_conf or {})
+    )
     project = counted.project
     sql = DAILY.format(per_day=per_day)
     common = f"partition_by=['day'], clustered_by=['k'], buckets={buckets}, incremental_strategy=var('strategy')"
@@ -230,6 +236,7 @@ def incremental(
     print(
         f"\nIncremental runs: {per_day:,} rows a day, {buckets} buckets (stock: same clustered_by/buckets)"
         + (", the session extension loaded" if with_extension else "")
+        + (", catalog: a Hive metastore service on Postgres" if catalog_conf else "")
         + (
             f"; {models_per_side} models per side in one `dbt run` each, figures per model"
             if models_per_side > 1
@@ -285,22 +292,42 @@ def main() -> int:
     parser.add_argument("--extension", action="store_true", help="incremental runs with the session extension loaded")
     parser.add_argument("--models", type=int, default=1, help="incremental: models per side in one `dbt run`")
     parser.add_argument("--only", choices=["full", "incremental"], default=None)
+    parser.add_argument(
+        "--catalog",
+        choices=["derby", "postgres"],
+        default="derby",
+        help="incremental runs: each project's embedded Derby, or one Hive metastore service on Postgres",
+    )
     parser.add_argument("--base", type=Path, default=None, help="folder for the projects (default: a temporary one)")
     args = parser.parse_args()
     base = args.base or Path(tempfile.mkdtemp(prefix="sb-bench-scale-"))
     if args.only in (None, "full"):
         full_build(base, args.rows, args.tasks, args.days, args.buckets)
     if args.only in (None, "incremental"):
-        incremental(
-            base,
-            args.sizes,
-            args.backfill,
-            args.per_day,
-            args.daily_buckets,
-            args.hashes,
-            args.extension,
-            args.models,
-        )
+        service = None
+        if args.catalog == "postgres":
+            from harness.metastore_service import MetastoreService
+
+            # Its JVM with default flags, as a production service runs.
+            service = MetastoreService(base / "metastore-warehouse", jvm_flags="")
+            service.start()
+        try:
+            incremental(
+                base,
+                args.sizes,
+                args.backfill,
+                args.per_day,
+                args.daily_buckets,
+                args.hashes,
+                args.extension,
+                args.models,
+                {"spark.hadoop.hive.metastore.uris": service.uris, "spark.sql.warehouse.dir": str(service.warehouse)}
+                if service
+                else None,
+            )
+        finally:
+            if service:
+                service.stop()
     return 0
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.dbt_project import DbtProject
+from harness.metastore_service import MetastoreService
 from harness.spark import make_session
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,15 @@ def spark(spark_dirs):
     session = make_session(spark_dirs)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def metastore(tmp_path_factory):
+    """A Hive metastore service on Postgres of the test module's own."""
+    service = MetastoreService(tmp_path_factory.mktemp("metastore") / "warehouse")
+    service.start()
+    yield service
+    service.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """One catalog for two engines, as production runs it: a Hive metastore
-service on Postgres (tests/support/metastore_service.py) shared by a Spark
+service on Postgres (harness/metastore_service.py) shared by a Spark
 Thrift Server whose work runs on a standalone cluster and by dbt runs with
 method: session, each a process of its own. A table built through one is
 rewritten through the other, and the package's tests prove what both wrote."""
@@ -13,7 +13,6 @@ from harness.dbt_project import DbtProject, with_vars
 from harness.spark import TEST_JVM_FLAGS
 from spark_bucketing.metadata import ThriftClient, read_table_metadata
 from tests.support.cluster import StandaloneCluster
-from tests.support.metastore_service import MetastoreService
 from tests.support.thrift_server import ThriftServer
 
 # Each run writes the days of var('days'); the tag marks the run's rows.
@@ -34,14 +33,6 @@ TESTS_YML = (
     "version: 2\nmodels:\n  - name: shared_daily\n"
     "    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n"
 )
-
-
-@pytest.fixture(scope="module")
-def metastore(tmp_path_factory):
-    service = MetastoreService(tmp_path_factory.mktemp("shared") / "warehouse")
-    service.start()
-    yield service
-    service.stop()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from spark_bucketing.metadata import ThriftClient, read_table_metadata
 from tests.support.cluster import StandaloneCluster
 from tests.support.hive_oracle import HiveOracle
 from tests.support.layout import check_files
-from tests.support.metastore_service import MetastoreService
 from tests.support.thrift_server import ThriftServer
 
 SQL = """
@@ -55,14 +54,6 @@ def cluster(tmp_path_factory):
     nodes.start()
     yield nodes
     nodes.stop()
-
-
-@pytest.fixture(scope="module")
-def metastore(tmp_path_factory):
-    service = MetastoreService(tmp_path_factory.mktemp("thrift-metastore") / "warehouse")
-    service.start()
-    yield service
-    service.stop()
 
 
 @pytest.fixture(scope="module")

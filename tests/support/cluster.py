@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pyspark
 
+from harness.ports import free_port
 from harness.spark import TEST_JVM_FLAGS
-from tests.support.thrift_server import free_port
 
 
 class StandaloneCluster:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pyspark
 
+from harness.ports import free_port, wait_for_port
 from harness.spark import LOG4J_CONF, TEST_JVM_FLAGS
-from tests.support.thrift_server import free_port, wait_for_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 JDBC_JAR = Path("/usr/share/java/postgresql.jar")
@@ -52,11 +52,13 @@ def _run(cmd: list[str]) -> str:
 
 
 class MetastoreService:
-    def __init__(self, warehouse: Path):
+    def __init__(self, warehouse: Path, jvm_flags: str = TEST_JVM_FLAGS):
+        """`jvm_flags`: the server JVM's (tests start fast with theirs; benchmarks pass none)."""
         missing = [str(p) for p in (PG_BIN / "initdb", JDBC_JAR) if not p.exists()]
         if missing:
             raise RuntimeError(f"{', '.join(missing)} missing: scripts/test installs Postgres 15 and its JDBC driver")
         self.warehouse = warehouse
+        self.jvm_flags = jvm_flags
         # Not under pytest's temporary folders: the postgres user cannot enter them.
         self.base = Path(tempfile.mkdtemp(prefix="sb-metastore-"))
         self.pg_port = free_port()
@@ -89,7 +91,7 @@ class MetastoreService:
         jars = Path(pyspark.__file__).parent / "jars"
         cmd = [
             "java",
-            *TEST_JVM_FLAGS.split(),
+            *self.jvm_flags.split(),
             f"-Dlog4j2.configurationFile={LOG4J_CONF}",
             "-cp",
             f"{conf}:{jars}/*:{JDBC_JAR}",

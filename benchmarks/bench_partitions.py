@@ -6,7 +6,7 @@ For each size: a one-day `insert_overwrite` run (dbt's model time, each run a
 `dbt run` of its own, sides alternated, best of two), a one-partition query
 and the planning of a one-partition self-join on the bucket key, each with
 the session extension on and off (in a Spark process of its own per size,
-sizes alternated; in it, after a statement on no table, each probe twice in
+sizes alternated; in it, after a statement on no table, each probe five times in
 turns, the best kept), and `dbt docs generate` on the project.
 
     .venv/bin/python benchmarks/bench_partitions.py [--sizes 10 10000] [--per-day 40] [--buckets 4]

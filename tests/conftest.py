@@ -57,36 +57,37 @@ def pytest_configure(config):
 
 
 # Seconds per test file, from a fresh clone's `scripts/test --durations=0`
-# (four workers on two cores, 2026-11-25, commit cd1799e). pytest-xdist hands
+# (four workers on two cores, 2026-11-25, commit b1acdc0). pytest-xdist hands
 # out whole files (--dist loadfile) in collection order
 # (--no-loadscope-reorder: without it, xdist sorts files by their number of
 # tests and the long randomized files, which hold few tests, started last).
 # Longest first, so that no long file starts last.
 FILE_WEIGHTS = {
-    "test_randomized_evolution.py": 462,
-    "test_merge_randomized.py": 446,
-    "test_no_loss.py": 294,
-    "test_incremental.py": 274,
+    "test_merge_randomized.py": 520,
+    "test_randomized_evolution.py": 452,
+    "test_no_loss.py": 384,
+    "test_extension_randomized.py": 346,
+    "test_incremental.py": 332,
+    "test_clean_install.py": 318,
+    "test_incremental_failures.py": 277,
     "test_cost.py": 273,
-    "test_partition_values.py": 259,
-    "test_extension.py": 220,
-    "test_extension_randomized.py": 219,
-    "test_incremental_failures.py": 216,
-    "test_merge.py": 214,
-    "test_thrift.py": 201,
-    "test_clean_install.py": 170,
-    "test_bucketed_table.py": 167,
-    "test_no_loss_nondeterministic.py": 132,
-    "test_demo.py": 125,
-    "test_shared_metastore.py": 110,  # not in that run; 55 s alone
-    "test_batched_switch.py": 93,
-    "test_hashing.py": 55,
-    "test_failures.py": 43,
-    "test_checker_corpus.py": 42,
+    "test_merge.py": 240,
+    "test_partition_values.py": 239,
+    "test_extension.py": 226,
+    "test_thrift.py": 213,
+    "test_no_loss_nondeterministic.py": 187,
+    "test_bucketed_table.py": 151,
+    "test_shared_metastore.py": 150,
+    "test_demo.py": 147,
+    "test_checker_corpus.py": 125,
+    "test_batched_switch.py": 108,
+    "test_failures.py": 69,
+    "test_hashing.py": 69,
+    "test_configs.py": 38,
     "test_checker_cli.py": 27,
-    "test_joins.py": 18,
-    "test_configs.py": 17,
-    "test_layout_test.py": 13,
+    "test_joins.py": 15,
+    "test_layout_test.py": 8,
+    "test_package_install.py": 7,
 }
 
 

@@ -321,9 +321,7 @@ def main() -> int:
                 args.hashes,
                 args.extension,
                 args.models,
-                {"spark.hadoop.hive.metastore.uris": service.uris, "spark.sql.warehouse.dir": str(service.warehouse)}
-                if service
-                else None,
+                service.spark_conf() if service else None,
             )
         finally:
             if service:

@@ -103,6 +103,10 @@ class MetastoreService:
             self.server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for_port(self.port, self.server, self.log, timeout, "the metastore server")
 
+    def spark_conf(self) -> dict[str, str]:
+        """What a Spark session, a Thrift Server or a dbt profile sets to use this service."""
+        return {"spark.hadoop.hive.metastore.uris": self.uris, "spark.sql.warehouse.dir": str(self.warehouse)}
+
     def query(self, sql: str, database: str = "metastore") -> str:
         """A statement in the metastore's own database (psql's unaligned output)."""
         cmd = ["psql", "-At", "-h", "127.0.0.1", "-p", str(self.pg_port), "-U", "postgres", database, "-c", sql]

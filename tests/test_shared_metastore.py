@@ -42,8 +42,7 @@ def server(tmp_path_factory, metastore):
     srv = ThriftServer(
         tmp_path_factory.mktemp("shared-thrift"),
         master=cluster.url,
-        metastore_uris=metastore.uris,
-        warehouse=metastore.warehouse,
+        metastore=metastore,
     )
     try:
         srv.start()
@@ -54,8 +53,9 @@ def server(tmp_path_factory, metastore):
 
 
 def test_a_dbt_session_and_the_thrift_server_share_the_metastore_service(metastore, server, tmp_path):
-    shared = {"spark.hadoop.hive.metastore.uris": metastore.uris, "spark.sql.warehouse.dir": str(metastore.warehouse)}
-    session = DbtProcessProject(tmp_path / "session", schema="t_shared", jvm_flags=TEST_JVM_FLAGS, **shared)
+    session = DbtProcessProject(
+        tmp_path / "session", schema="t_shared", jvm_flags=TEST_JVM_FLAGS, **metastore.spark_conf()
+    )
     session.write_model("shared_daily", with_vars(DAILY_SQL, days=[0, 1]), CONFIG)
     session.dbt("run", "--select", "shared_daily")
     assert "shared_daily" in metastore.query('select "TBL_NAME" from "TBLS"').split()

@@ -73,8 +73,7 @@ def server(tmp_path_factory, cluster, metastore):
             **extension.spark_settings(extension.build_jar()),
             "spark.sql.hive.metastorePartitionPruningFallbackOnException": "true",
         },
-        metastore_uris=metastore.uris,
-        warehouse=metastore.warehouse,
+        metastore=metastore,
     )
     srv.start()
     yield srv

@@ -1,6 +1,6 @@
 """A local Spark Thrift Server started from the pyspark wheel itself, with a
 metastore and warehouse of its own (Derby admits one JVM per metastore), or
-a metastore service it shares (`metastore_uris`)."""
+a metastore service it shares (`metastore`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyspark
 
+from harness.metastore_service import MetastoreService
 from harness.ports import free_port, wait_for_port
 from harness.spark import LOG4J_CONF, TEST_JVM_FLAGS
 
@@ -21,16 +22,13 @@ class ThriftServer:
         base: Path,
         master: str = "local[2]",
         conf: dict[str, str] | None = None,
-        metastore_uris: str | None = None,
-        warehouse: Path | None = None,
+        metastore: MetastoreService | None = None,
     ):
         self.base = base
         self.master = master
-        self.conf = {**(conf or {})}
-        if metastore_uris:
-            self.conf["spark.hadoop.hive.metastore.uris"] = metastore_uris
+        self.conf = {**(conf or {}), **(metastore.spark_conf() if metastore else {})}
         self.port = free_port()
-        self.warehouse = warehouse or base / "warehouse"
+        self.warehouse = metastore.warehouse if metastore else base / "warehouse"
         self.log = base / "thrift-server.log"
         self.process: subprocess.Popen | None = None
 

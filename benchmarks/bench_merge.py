@@ -11,7 +11,15 @@ the same table (rebuilt first, untimed), is a `dbt run` of its own (cold JVM
 included), the sides' order alternates and each keeps its best of two. Each
 run's SQL statements and Spark jobs are counted.
 
+`--scales 1 2 4` repeats the case on tables 2 and 4 times as large (rows and
+days; the same delta, so the same partitions change) and prints the curve.
+`--no-reset` builds each size's tables once instead of before every timed
+run: merging the same delta again reads and writes the same partitions, the
+same rows (the first run's inserts are updates in the second), so the timed
+work is the same, and the largest sizes fit in an afternoon.
+
     .venv/bin/python benchmarks/bench_merge.py [--rows 5000000] [--days 30] [--delta-rows N] [--spans 3]
+        [--scales 1 2 4] [--no-reset]
 
 Prints the figures docs/benchmarks.md reports.
 """
@@ -84,6 +92,8 @@ def main() -> int:
         "--delta-rows", type=int, default=None, help="changed rows (default: 1%% of --rows), 4/5 updates, 1/5 inserts"
     )
     parser.add_argument("--spans", type=int, nargs="+", default=None, help="days the updates span (default: 3 and all)")
+    parser.add_argument("--scales", type=int, nargs="+", default=[1], help="table sizes: multiples of --rows, --days")
+    parser.add_argument("--no-reset", action="store_true", help="build each size's tables once, not before each run")
     parser.add_argument("--base", type=Path, default=None, help="folder for the project (default: a temporary one)")
     args = parser.parse_args()
     delta_rows = args.delta_rows or args.rows // 100
@@ -98,43 +108,69 @@ def main() -> int:
     project = counted.project
     models = project.root / "models"
     stock_table = "{{ config(materialized='table', file_format='parquet') }}\n"
-    (models / "base.sql").write_text(stock_table + BASE.format(rows=args.rows, days=args.days))
     (models / "merged_ours.sql").write_text(OURS)
     (models / "merged_stock.sql").write_text(STOCK)
     (models / "rebuilt_stock.sql").write_text(REBUILD)
-    for span in args.spans or (3, args.days):
-        (models / "delta.sql").write_text(
-            stock_table + DELTA.format(rows=args.rows, days=args.days, updates=updates, inserts=inserts, span=span)
-        )
-        project.dbt("run", "--select", "base", "delta")
-        best = best_alternating(
-            {
-                "bucketed_incremental merge": merge_run(counted, "merged_ours"),
-                "stock insert_overwrite": merge_run(counted, "merged_stock"),
-                "stock full rebuild": lambda: counted.run("--select", "rebuilt_stock"),
-            },
-            "model",
-        )
-        stock = best["stock insert_overwrite"]
-        print(
-            f"\nMerge: {delta_rows:,} changed rows ({updates:,} updates over the last {span} days, {inserts:,} inserts)"
-            f" into {args.rows:,} rows over {args.days} daily partitions, 16 buckets"
-        )
-        print(f"{'side':<28} {'model s':>8} {'vs stock':>9} {'wall s':>7} {'vs stock':>9} {'stmts':>6} {'jobs':>5}")
-        for side, r in best.items():
-            print(
-                f"{side:<28} {r['model']:>8.1f} {r['model'] / stock['model']:>8.2f}x {r['s']:>7.1f}"
-                f" {r['s'] / stock['s']:>8.2f}x {r['statements']:>6} {r['jobs']:>5}"
+    curve = []
+    for scale in args.scales:
+        rows, days = args.rows * scale, args.days * scale
+        (models / "base.sql").write_text(stock_table + BASE.format(rows=rows, days=days))
+        for span in args.spans or (3, days):
+            (models / "delta.sql").write_text(
+                stock_table + DELTA.format(rows=rows, days=days, updates=updates, inserts=inserts, span=span)
             )
-        same_rows(project, ["merged_ours", "merged_stock", "rebuilt_stock"], "id, payload, amount, day")
+            project.dbt("run", "--select", "base", "delta")
+            if args.no_reset:
+                project.dbt("run", "--select", "merged_ours", "merged_stock", "--full-refresh")
+            best = best_alternating(
+                {
+                    "bucketed_incremental merge": merge_run(counted, "merged_ours", reset=not args.no_reset),
+                    "stock insert_overwrite": merge_run(counted, "merged_stock", reset=not args.no_reset),
+                    "stock full rebuild": lambda: counted.run("--select", "rebuilt_stock"),
+                },
+                "model",
+            )
+            stock = best["stock insert_overwrite"]
+            print(
+                f"\nMerge: {delta_rows:,} changed rows ({updates:,} updates over the last {span} days,"
+                f" {inserts:,} inserts) into {rows:,} rows over {days} daily partitions, 16 buckets"
+            )
+            print(f"{'side':<28} {'model s':>8} {'vs stock':>9} {'wall s':>7} {'vs stock':>9} {'stmts':>6} {'jobs':>5}")
+            for side, r in best.items():
+                print(
+                    f"{side:<28} {r['model']:>8.1f} {r['model'] / stock['model']:>8.2f}x {r['s']:>7.1f}"
+                    f" {r['s'] / stock['s']:>8.2f}x {r['statements']:>6} {r['jobs']:>5}"
+                )
+            same_rows(project, ["merged_ours", "merged_stock", "rebuilt_stock"], "id, payload, amount, day")
+            curve.append((rows, days, span, best))
+    if len(curve) > 1:
+        print_curve(curve, delta_rows)
     return 0
 
 
-def merge_run(counted, model: str):
-    """A timed merge run, after an untimed rebuild: every timed run starts from the same table."""
+def print_curve(curve: list, delta_rows: int) -> None:
+    """Model time per table size, each against stock's at that size and against ours at the smallest."""
+    print(f"\nThe curve: model s, {delta_rows:,} changed rows")
+    print(
+        f"{'rows':>12} {'days':>5} {'span':>5} {'ours':>7} {'stock':>7} {'rebuild':>8}"
+        f" {'vs stock':>9} {'vs smallest':>12}"
+    )
+    smallest: dict = {}
+    for rows, days, span, best in curve:
+        ours, stock = best["bucketed_incremental merge"]["model"], best["stock insert_overwrite"]["model"]
+        smallest.setdefault(span, ours)
+        print(
+            f"{rows:>12,} {days:>5} {span:>5} {ours:>7.1f} {stock:>7.1f} {best['stock full rebuild']['model']:>8.1f}"
+            f" {ours / stock:>8.2f}x {ours / smallest[span]:>11.2f}x"
+        )
+
+
+def merge_run(counted, model: str, reset: bool):
+    """A timed merge run, after an untimed rebuild when `reset`: every timed run starts from the same table."""
 
     def run():
-        counted.project.dbt("run", "--select", model, "--full-refresh")
+        if reset:
+            counted.project.dbt("run", "--select", model, "--full-refresh")
         return counted.run("--select", model)
 
     return run

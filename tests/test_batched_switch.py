@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import unquote
 
 import pytest
 
@@ -30,7 +31,8 @@ def _locations(spark, table: str) -> dict[str, str]:
     """Each partition's location, from the catalog."""
     out = {}
     for row in spark.sql(f"show partitions {table}").collect():
-        spec = ", ".join(f"{k} = '{v}'" for k, v in (part.split("=", 1) for part in row[0].split("/")))
+        pairs = (part.split("=", 1) for part in row[0].split("/"))
+        spec = ", ".join(f"{k} = {sql_string(unquote(v))}" for k, v in pairs)
         rows = spark.sql(f"describe table extended {table} partition ({spec})").collect()
         out[row[0]] = next(r.data_type for r in rows if r.col_name == "Location")
     return out
@@ -135,3 +137,31 @@ def test_a_batch_that_fails_inside_the_metastore_moves_no_partition(spark, tmp_p
     assert inside.is_dir() and fresh.is_dir()
     # The column's name in any case; the partition now reads the new folder.
     assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [2, 10]
+
+
+@pytest.mark.parametrize("moved", [1, 2, 45], ids=["one", "a few, one by one", "all, in one listing"])
+def test_the_switch_finds_each_partition_however_it_fetches_them(spark, tmp_path, moved):
+    """The switch fetches a few partitions one by one and many (over 1/20 of
+    the table's) in one listing: either way each moved partition is the one
+    named, spelled in any case, with an awkward value, and returns its old
+    folder; the others keep theirs."""
+    table = f"batched.fetch_{moved}"
+    spark.sql("create database if not exists batched")
+    spark.sql(f"create table {table} (v int, `Part` string) using parquet partitioned by (`Part`)")
+    values = [f"p {i:02d}/x'y" for i in range(45)]
+    spark.createDataFrame([(i, v) for i, v in enumerate(values)], "v int, Part string").write.insertInto(table)
+    before = _locations(spark, table)
+    moves, expected = [], {}
+    for i in range(moved):
+        folder = tmp_path / f"new{i}"
+        spark.range(1).selectExpr(f"cast({100 + i} as int) as v").write.parquet(str(folder))
+        moves.append({"spec": {"part": values[i]}, "location": f"file:{folder}"})
+        expected[values[i]] = 100 + i
+    with extension_on(spark):
+        previous = [r[0] for r in spark.sql(_statement_sql(contracts.SWITCH_STATEMENT, table, moves)).collect()]
+    names = [r[0] for r in spark.sql(f"show partitions {table}").collect()]
+    assert previous == [before[names[i]] for i in range(moved)]
+    after = _locations(spark, table)
+    assert [n for n in names if after[n] != before[n]] == names[:moved]
+    got = {r.Part: r.v for r in spark.sql(f"select v, `Part` from {table}").collect()}
+    assert got == {v: expected.get(v, i) for i, v in enumerate(values)}

@@ -11,6 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference,
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.command.LeafRunnableCommand
+import org.apache.spark.sql.hive.HiveCatalogPartitions
 import org.apache.spark.sql.types.{DataType, StringType, StructType}
 
 /** Points many partitions of a table at new folders in one metastore call:
@@ -34,14 +35,15 @@ case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[(Map[Stri
     val catalog = session.sessionState.catalog
     val meta = catalog.getTableMetadata(table)
     val resolver = session.sessionState.conf.resolver
-    val pairs = moves.map { case (spec, location) =>
-      // The catalog's spelling of each column (a Hive table's are lower case).
-      val normalized = spec.map { case (key, value) =>
+    // The catalog's spelling of each column (a Hive table's are lower case).
+    val specs = moves.map { case (spec, _) =>
+      spec.map { case (key, value) =>
         val field = meta.partitionSchema.fieldNames.find(resolver(_, key)).getOrElse(
           throw new IllegalArgumentException(s"$key is not a partition column of ${meta.identifier.quotedString}"))
         field -> value
       }
-      val old = catalog.getPartition(meta.identifier, normalized)
+    }
+    val pairs = HiveCatalogPartitions.get(session, meta, specs).zip(moves).map { case (old, (_, location)) =>
       (old, old.copy(storage = old.storage.copy(locationUri = Some(CatalogUtils.stringToURI(location)))))
     }
     val (previous, updated) = pairs.unzip
@@ -51,6 +53,7 @@ case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[(Map[Stri
     }
     previous.map(old => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull))
   }
+
 }
 
 /** Deletes folders a table no longer uses, in one statement:

@@ -159,3 +159,30 @@ def test_models_running_at_the_same_time_see_no_setting_and_lose_no_partition(sp
         assert {k: spark.conf.get(k) for k in settings} == settings
     for name in strategies:
         assert partition_layout_problems(spark, f"{dbt_project.schema}.{name}") == []
+
+
+@pytest.mark.parametrize(
+    "family, verify, recomputes",
+    [("spark", True, False), ("spark", "rows", True), ("hive", True, True)],
+    ids=["spark hash: structure", "spark hash, verify_layout=rows", "hive hash"],
+)
+def test_the_write_check_reads_data_only_where_it_recomputes_buckets(spark, dbt_project, family, verify, recomputes):
+    """Spark's writer computes each row's bucket, names its file by it and
+    sorts the file: for the Spark hash the check of a write lists the files
+    (names, one per bucket, rows) and reads no data column; with
+    verify_layout='rows', and for the Hive hash (Spark's Hive hash against
+    Hive's own function), it recomputes every row's bucket and checks the
+    sort."""
+    expected = Expected()
+    name = f"check_reads_{family}_{verify}".lower()
+    base = {"bucket_hash": family, "verify_layout": verify}
+    table = step(spark, dbt_project, name, expected, {**base, "days": [0, 1]})
+    vars_ = {**base, "days": [1, 2], "tag": 1}
+    statements = [statement_body(s) for s in run_statements(dbt_project, name, vars_)]
+    expected.apply(spark, vars_)
+    (check,) = [s for s in statements if "__sb_file_bucket" in s]
+    assert ("pmod(hash(`k`)" in check or "spark_bucketing_hive_hash(`k`)" in check) == recomputes
+    assert ("lag(__sb_sort_0)" in check) == recomputes
+    assert "`id`" not in check or recomputes
+    assert table_rows(spark, table) == expected.rows()
+    assert partition_layout_problems(spark, table) == []

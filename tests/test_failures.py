@@ -79,6 +79,7 @@ BAD_CONFIGS = {
         "config 'file_format': bucketed tables support 'parquet' or 'orc', got 'delta'",
     ),
     "bad_hash": ({"bucket_hash": "murmur"}, "config 'bucket_hash': must be 'hive' or 'spark', got 'murmur'"),
+    "bad_verify_layout": ({"verify_layout": "all"}, "config 'verify_layout': must be true, 'rows' or false, got all"),
     "duplicate_bucket_column": ({"clustered_by": ["k", "K"]}, "config 'clustered_by': column 'K' is listed twice"),
     "timestamp_hive_key": (
         {"clustered_by": "ts"},
@@ -148,16 +149,20 @@ def broken_writer_project(spark, tmp_path_factory, dbt_project):
     return project
 
 
-def test_layout_check_rejects_a_broken_write_and_keeps_the_old_table(spark, dbt_project, broken_writer_project):
+@pytest.mark.parametrize("family", ["hive", "spark"])
+def test_layout_check_rejects_a_broken_write_and_keeps_the_old_table(spark, dbt_project, broken_writer_project, family):
+    """Both the check that recomputes each row's bucket (Hive hash) and the
+    structural one (Spark hash: check_recomputes_buckets) find the extra files."""
     schema = dbt_project.schema
-    unpartitioned = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 8}
-    dbt_project.write_model("checked", GOOD_SQL, unpartitioned)
-    dbt_project.run("checked")
-    before = sorted(spark.table(f"{schema}.checked").collect())
+    name = f"checked_{family}"
+    unpartitioned = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 8, "bucket_hash": family}
+    dbt_project.write_model(name, GOOD_SQL, unpartitioned)
+    dbt_project.run(name)
+    before = sorted(spark.table(f"{schema}.{name}").collect())
 
-    broken_writer_project.write_model("checked", GOOD_SQL.replace("1000", "3000"), unpartitioned)
-    result = broken_writer_project.run("checked", expect_ok=False)
-    message = node_messages(result)["checked"]
-    assert "broke its bucket layout" in message and "files for bucket" in message
-    assert sorted(spark.table(f"{schema}.checked").collect()) == before
-    assert not _exists(spark, schema, "checked__dbt_tmp")
+    broken_writer_project.write_model(name, GOOD_SQL.replace("1000", "3000"), unpartitioned)
+    result = broken_writer_project.run(name, expect_ok=False)
+    message = node_messages(result)[name]
+    assert "broke its bucket layout" in message and "3 files for bucket" in message
+    assert sorted(spark.table(f"{schema}.{name}").collect()) == before
+    assert not _exists(spark, schema, f"{name}__dbt_tmp")

@@ -32,13 +32,14 @@
     from ({{ files_sql }}) as __sb_listing
 {%- endmacro %}
 
-{% macro counted_files_sql(relation, partition_by, groups, listing) -%}
+{% macro counted_files_sql(relation, partition_by, groups, listing, rehash=true) -%}
   {#- layout_sql's rows per (file, computed bucket of each spec group),
-      aggregated in the scan's stage. -#}
+      aggregated in the scan's stage. `rehash` false: per file, the
+      computed buckets NULL (reads no data column). -#}
     select input_file_name() as __sb_file
       {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
       {%- for spec, _ in groups %},
-      {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) }} as __sb_b{{ loop.index0 }}
+      {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) if rehash else 'cast(null as int)' }} as __sb_b{{ loop.index0 }}
       {%- endfor %},
       {{ 'cast(0 as bigint)' if listing else 'count(*)' }} as __sb_listed, count(*) as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted,
       false as __sb_other
@@ -70,7 +71,7 @@
     group by __sb_file
 {%- endmacro %}
 
-{% macro layout_sql(relation, partition_by, groups, other=none, listing=true) -%}
+{% macro layout_sql(relation, partition_by, groups, other=none, listing=true, rehash=true) -%}
   {#- The check's one read: a listing of every file with its rows by a scan
       that reads no data column (files_sql: Spark never plans it as a
       bucketed scan, so it lists even a file a bucketed scan would skip), and
@@ -82,8 +83,11 @@
       so the rows counted are the rows listed. With sorted_by, a window per
       file counts rows out of order. `other`, a files_sql of another table's
       partitions, is listed in the same query (rows with __sb_other true), so
-      that a run learns the folders it replaces without a job of its own. -#}
-  {%- set parts = [spark_bucketing.counted_files_sql(relation, partition_by, groups, listing)] -%}
+      that a run learns the folders it replaces without a job of its own.
+      `rehash` false (a write whose buckets and order Spark's writer makes,
+      check_recomputes_buckets): the structure only, no bucket recomputed,
+      no sort checked, no data column read. -#}
+  {%- set parts = [spark_bucketing.counted_files_sql(relation, partition_by, groups, listing, rehash)] -%}
   {%- if listing -%}
     {%- do parts.append(spark_bucketing.listed_files_sql(spark_bucketing.files_sql(relation, partition_by), partition_by, groups, 'false')) -%}
   {%- endif -%}
@@ -92,7 +96,7 @@
   {%- endif -%}
   {#- Indexes into `groups` (a filtered loop would renumber them). -#}
   {%- for spec, _ in groups -%}
-    {%- if spec.sorted_by -%}{%- do parts.append(spark_bucketing.unsorted_files_sql(relation, partition_by, groups, loop.index0)) -%}{%- endif -%}
+    {%- if spec.sorted_by and rehash -%}{%- do parts.append(spark_bucketing.unsorted_files_sql(relation, partition_by, groups, loop.index0)) -%}{%- endif -%}
   {%- endfor -%}
   {%- set all_rows = parts | join('\n    union all\n') -%}
   select try_cast(nullif(regexp_extract(__sb_file, '{{ spark_bucketing.bucket_file_pattern() }}', 1), '') as int) as __sb_file_bucket, *

@@ -8,6 +8,19 @@
   {%- do spark_bucketing.model_error(message) -%}
 {% endmacro %}
 
+{% macro check_recomputes_buckets(spec) %}
+  {#- Whether the check of a new write recomputes each row's bucket, or
+      checks the files' structure only (names, one file per bucket per
+      partition, row counts). Spark's writer computes each row's bucket and
+      names its file by it, and sorts each file by sorted_by. For the Spark
+      hash, the bucket it computes is the reader's by definition (one
+      Murmur3 expression), so only the structure can break and recomputing
+      would check Spark against itself. For the Hive hash, recomputing with
+      Hive's own function checks Spark's against Hive's. verify_layout='rows'
+      recomputes for both. -#}
+  {{ return(spec.bucket_hash == 'hive' or spec.verify_layout == 'rows') }}
+{% endmacro %}
+
 {% macro verify_write(relation, spec, location, rels, other=none) %}
   {#- Checks a new write (unless verify_layout is false) and returns its
       partition stats, both from one query: {'stats': [...], 'other': the
@@ -24,7 +37,7 @@
     {%- set written, listed = spark_bucketing.split_other(run_query(spark_bucketing.with_folders_sql(listing, spec.partition_by | length))) -%}
     {{ return({'stats': spark_bucketing.folder_stats(written, spec.partition_by), 'other': spark_bucketing.folder_stats(listed, spec.partition_by)}) }}
   {%- endif -%}
-  {%- set checked = spark_bucketing.checked_stats(relation, spec, other) -%}
+  {%- set checked = spark_bucketing.checked_stats(relation, spec, other, spark_bucketing.check_recomputes_buckets(spec)) -%}
   {%- if checked.problems > 0 -%}
     {%- set more = checked.problems - checked.lines | length -%}
     {%- do spark_bucketing.discard(relation, location, rels,

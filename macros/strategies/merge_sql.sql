@@ -32,7 +32,10 @@
       bucket id, so join task b holds exactly the rows of bucket b, old and
       new, and the write needs no shuffle of its own. This rests on how Spark
       plans the join, so it is taken only when the layout check (verify_layout)
-      reads every new file before anything is published. -#}
+      checks every new file before anything is published: Spark's writer
+      still names each file by its rows' bucket, so a task that held rows
+      of several buckets, or two tasks one bucket's, leaves more than one
+      file for a bucket, which the check finds. -#}
   {%- if not spec.verify_layout or not spark_bucketing.co_partitioned(merge, spec) -%}{{ return(false) }}{%- endif -%}
   {%- if not spark_bucketing.same_spec(spark_bucketing.declared_spec(info), spark_bucketing.spec_record(spec)) -%}{{ return(false) }}{%- endif -%}
   {{ return(spark_bucketing.get_conf('spark.sql.sources.bucketing.enabled') | lower == 'true') }}

@@ -61,8 +61,8 @@
   {%- endif -%}
 
   {%- set verify_layout = config.get('verify_layout', true) -%}
-  {%- if verify_layout is not boolean -%}
-    {%- do spark_bucketing.config_error('verify_layout', "must be true or false, got " ~ verify_layout, "set verify_layout=true (default) or false") -%}
+  {%- if verify_layout is not boolean and verify_layout != 'rows' -%}
+    {%- do spark_bucketing.config_error('verify_layout', "must be true, 'rows' or false, got " ~ verify_layout, "set verify_layout=true (default), 'rows' or false") -%}
   {%- endif -%}
 
   {%- set location_root = config.get('location_root') -%}

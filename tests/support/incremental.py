@@ -25,6 +25,7 @@ MODEL_SQL = """
     incremental_strategy=var('strategy', 'insert_overwrite'),
     on_bucket_change=var('on_change', 'fail'),
     partitions=var('partitions', none),
+    verify_layout=var('verify_layout', true),
 ) }}
 select cast(pmod(hash(id, {{ var('tag', 0) }}), {{ var('keys', 300) }}) as int) as k,
        concat('v{{ var("tag", 0) }}-', id) as payload,

@@ -15,6 +15,7 @@ import pytest
 from harness.dbt_project import failure_text, node_messages
 from harness.spark import extension_on, local_path, sql_string
 from spark_bucketing import contracts
+from spark_bucketing.files import input_file_path
 from tests.support.incremental import (
     Expected,
     partition_layout_problems,
@@ -150,18 +151,20 @@ def test_the_switch_finds_each_partition_however_it_fetches_them(spark, tmp_path
     spark.sql(f"create table {table} (v int, `Part` string) using parquet partitioned by (`Part`)")
     values = [f"p {i:02d}/x'y" for i in range(45)]
     spark.createDataFrame([(i, v) for i, v in enumerate(values)], "v int, Part string").write.insertInto(table)
-    before = _locations(spark, table)
+
+    def read() -> dict:
+        """Each partition's row and the folder a scan read it from (one query, not a DESCRIBE each)."""
+        rows = spark.sql(f"select `Part`, v, input_file_name() as f from {table}").collect()
+        return {r.Part: (r.v, input_file_path(r.f).parent) for r in rows}
+
+    before = read()
     moves, expected = [], {}
     for i in range(moved):
         folder = tmp_path / f"new{i}"
         spark.range(1).selectExpr(f"cast({100 + i} as int) as v").write.parquet(str(folder))
         moves.append({"spec": {"part": values[i]}, "location": f"file:{folder}"})
-        expected[values[i]] = 100 + i
+        expected[values[i]] = (100 + i, folder)
     with extension_on(spark):
         previous = [r[0] for r in spark.sql(_statement_sql(contracts.SWITCH_STATEMENT, table, moves)).collect()]
-    names = [r[0] for r in spark.sql(f"show partitions {table}").collect()]
-    assert previous == [before[names[i]] for i in range(moved)]
-    after = _locations(spark, table)
-    assert [n for n in names if after[n] != before[n]] == names[:moved]
-    got = {r.Part: r.v for r in spark.sql(f"select v, `Part` from {table}").collect()}
-    assert got == {v: expected.get(v, i) for i, v in enumerate(values)}
+    assert [local_path(p) for p in previous] == [before[v][1] for v in values[:moved]]
+    assert read() == {v: expected.get(v, before[v]) for v in values}

@@ -53,7 +53,6 @@ case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[(Map[Stri
     }
     previous.map(old => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull))
   }
-
 }
 
 /** Deletes folders a table no longer uses, in one statement:

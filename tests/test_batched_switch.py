@@ -72,17 +72,19 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     assert result.success, failure_text(result)
 
 
+@pytest.mark.parametrize("bucket_hash", ["hive", "spark"])
 @pytest.mark.parametrize("fail_at", ["before_switch", "mid_switch", "before_cleanup"])
-def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, fail_at):
+def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, fail_at, bucket_hash):
     """Injected before the batch, between the batch and the added partitions,
     and after both: every partition holds its old or its new rows, and the
-    next run finishes."""
+    next run finishes. With the Spark hash the side entry keeps its
+    partitions in its folders only (untracked)."""
     expected = Expected()
-    name = f"batched_{fail_at}"
+    name = f"batched_{fail_at}_{bucket_hash}"
     with extension_on(spark):
-        table = step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+        table = step(spark, dbt_project, name, expected, {"days": [0, 1, 2], "bucket_hash": bucket_hash})
         old = expected.copy()
-        vars_ = {"days": [1, 2, 3], "tag": 1}
+        vars_ = {"days": [1, 2, 3], "tag": 1, "bucket_hash": bucket_hash}
         new = expected.copy()
         new.apply(spark, vars_)
         result = run_model(dbt_project, name, vars_, expect_ok=False, fail_at=fail_at)
@@ -94,6 +96,69 @@ def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, f
         run_model(dbt_project, name, vars_)
     assert table_rows(spark, table) == new.rows()
     assert partition_layout_problems(spark, table) == []
+
+
+def _catalog_partitions(spark, table: str) -> list[str]:
+    """The partitions the metastore holds for `table`, asked of the metastore
+    itself (SHOW PARTITIONS refuses a table that does not track them)."""
+    db, name = table.split(".")
+    external = spark._jsparkSession.sharedState().externalCatalog()
+    names = external.listPartitionNames(db, name, spark._jvm.scala.Option.empty())
+    return [n for n in names.mkString("\n").split("\n") if n]
+
+
+def test_with_the_extension_the_side_entry_keeps_its_partitions_in_its_folders(spark, dbt_project):
+    """A Spark-hash run with the extension: the side entry is untracked right
+    after its create, so the write adds no partition to the metastore (and
+    the drop deletes none); its partitions are listed from its folders. A run
+    stopped before the switch shows that state; the next run replaces and
+    adds partitions, and the table holds exactly the expected rows."""
+    expected = Expected()
+    name = "untracked_side"
+    base = {"strategy": "insert_overwrite", "rows": 30, "bucket_hash": "spark"}
+    side = f"{dbt_project.schema}.{name}__dbt_incr"
+    with extension_on(spark):
+        table = step(spark, dbt_project, name, expected, {**base, "days": list(range(6))})
+        vars_ = {**base, "days": [1, 2, 3, 4, 8, 9], "tag": 1}
+        result = run_model(dbt_project, name, vars_, expect_ok=False, fail_at="before_switch")
+        assert "injected failure at step 'before_switch'" in failure_text(result) + str(node_messages(result))
+        state = spark._jsparkSession.sessionState()
+        meta = state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(side))
+        assert not meta.tracksPartitionsInCatalog()
+        assert _catalog_partitions(spark, side) == []
+        folders = sorted(r.partition for r in spark.sql(f"{contracts.FOLDER_PARTITIONS_STATEMENT} {side}").collect())
+        assert folders == [f"day=2024-01-{d + 1:02d}" for d in (1, 2, 3, 4, 8, 9)]
+        assert table_rows(spark, table) == expected.rows()  # nothing published yet
+        statements = [statement_body(s) for s in run_statements(dbt_project, name, vars_)]
+        expected.apply(spark, vars_)
+    lowered = [s.lower() for s in statements]
+    (untrack,) = [s for s in lowered if s.startswith(contracts.UNTRACK_STATEMENT)]
+    assert untrack.endswith(f"{name}__dbt_incr")
+    assert [s for s in lowered if s.startswith(contracts.FOLDER_PARTITIONS_STATEMENT)]
+    assert not [s for s in lowered if s.startswith("show partitions") and "__dbt_incr" in s]
+    assert len([s for s in lowered if s.startswith(contracts.SWITCH_STATEMENT)]) == 1
+    assert table_rows(spark, table) == expected.rows()
+    assert partition_layout_problems(spark, table) == []
+    assert not spark.catalog.tableExists(side)
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+    assert result.success, failure_text(result)
+
+
+def test_untrack_refuses_what_it_cannot_untrack(spark):
+    """The statement changes only a partitioned datasource table whose
+    catalog lists no partition; listing from folders refuses a tracked table."""
+    spark.sql("create database if not exists batched")
+    spark.sql("create table batched.listed (v int, day string) using parquet partitioned by (day)")
+    spark.sql("insert into batched.listed values (1, 'a')")
+    spark.sql("create table batched.flat (v int) using parquet")
+    spark.sql("create table batched.hive_format (v int) partitioned by (day string) stored as parquet")
+    with extension_on(spark):
+        for table in ("batched.listed", "batched.flat", "batched.hive_format"):
+            assert spark.sql(f"{contracts.UNTRACK_STATEMENT} {table}").collect()[0][0] is False, table
+        assert _catalog_partitions(spark, "batched.listed") == ["day=a"]
+        with pytest.raises(Exception, match="does not keep its partitions in its folders"):
+            spark.sql(f"{contracts.FOLDER_PARTITIONS_STATEMENT} batched.listed").collect()
+    assert [r.v for r in spark.sql("select v from batched.listed").collect()] == [1]
 
 
 def _statement_sql(statement: str, table: str, payload: list) -> str:

@@ -60,6 +60,10 @@ def test_switch_statement_agrees():
     assert _macro_return_string("switch_statement") == contracts.SWITCH_STATEMENT
     assert _scala_vals()["DeleteStatement"] == contracts.DELETE_STATEMENT
     assert _macro_return_string("delete_statement") == contracts.DELETE_STATEMENT
+    assert _scala_vals()["UntrackStatement"] == contracts.UNTRACK_STATEMENT
+    assert _macro_return_string("untrack_statement") == contracts.UNTRACK_STATEMENT
+    assert _scala_vals()["FolderPartitionsStatement"] == contracts.FOLDER_PARTITIONS_STATEMENT
+    assert _macro_return_string("folder_partitions_statement") == contracts.FOLDER_PARTITIONS_STATEMENT
 
 
 def test_hive_hash_types_agree():

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.dbt_project import failure_text, with_vars
+from harness.spark import extension_on
 from spark_bucketing.files import local_path
 from spark_bucketing.metadata import partition_records
 
@@ -75,11 +76,18 @@ def random_rows(rng: random.Random, run: int, partitions: list[tuple]) -> list[t
 STRATEGIES = ["table", "insert_overwrite", "static", "append"]
 
 
-@pytest.mark.parametrize("bucket_hash", ["hive", "spark"])
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, request, strategy, bucket_hash):
+# (strategy, bucket_hash, extension): every strategy in both families with the
+# extension off; with it on, the Spark hash's runs that publish partitions,
+# whose side entry then keeps its partitions in its folders only.
+CASES = [(s, h, False) for s in STRATEGIES for h in ("hive", "spark")] + [
+    (s, "spark", True) for s in STRATEGIES if s != "table"
+]
+
+
+@pytest.mark.parametrize(("strategy", "bucket_hash", "extension"), CASES)
+def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, request, strategy, bucket_hash, extension):
     rng = seeded_rng(request)
-    name = f"pv_{strategy}_{bucket_hash}"
+    name = f"pv_{strategy}_{bucket_hash}{'_ext' if extension else ''}"
     source = f"{dbt_project.schema}.src_{name}"
     universe = [(p, n, d) for p in awkward_values(rng, 6) for n in (-1, 7) for d in DAYS]
     expected: dict[tuple, Counter] = {}
@@ -101,7 +109,8 @@ def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, req
         rows = random_rows(rng, run, touched)
         write_source(spark, source, rows)
         dbt_project.write_model(name, with_vars(MODEL, source=source), config)
-        result = dbt_project.run(name, expect_ok=False)
+        with extension_on(spark, extension):
+            result = dbt_project.run(name, expect_ok=False)
         assert result.success, f"run {run}: {failure_text(result)}"
 
         new: dict[tuple, Counter] = {}

@@ -3,15 +3,17 @@
     partitions to them and record them, then declare the spec the
     partitions agree on. Reads only the partitions it writes. -#}
 
-{% macro replacement_scope(rels, spec, replaced_partitions) %}
+{% macro replacement_scope(rels, spec, replaced_partitions, extension, untracked) %}
   {#- What a write replaces, from the catalog: {'listed': the side entry's
       partitions, 'catalog': the table's, 'emptied': paths of replaced
       partitions (static partitions, a merge's scope) the new rows left
       empty, 'batched': whether the switch goes through the session
-      extension (which reports the folders it replaces), 'other': a
+      extension (`extension`: it is active; it reports the folders it
+      replaces), 'other': a
       files_sql of the replaced partitions whose folders are wanted (all of
-      them, or with 'batched' the emptied ones), or none}. -#}
-  {%- set listed = spark_bucketing.catalog_partitions(rels.incr) -%}
+      them, or with 'batched' the emptied ones), or none}. `untracked`:
+      the side entry keeps its partitions in its folders only. -#}
+  {%- set listed = spark_bucketing.catalog_partitions(rels.incr, from_folders=untracked) -%}
   {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
   {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
   {%- set emptied = [] -%}
@@ -22,7 +24,7 @@
     {%- do emptied.append(path) -%}
   {%- endfor -%}
   {%- set switched = catalog.keys() | select('in', listed) | list -%}
-  {%- set batched = switched | length > 0 and spark_bucketing.extension_active() -%}
+  {%- set batched = switched | length > 0 and extension -%}
   {%- set old_values = [] -%}
   {%- for path, values in catalog.items() if path in emptied or (path in listed and not batched) -%}{%- do old_values.append(values) -%}{%- endfor -%}
   {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied, 'batched': batched,
@@ -102,8 +104,12 @@
       once everything is published, 'batched': whether the switch went
       through the session extension}. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
-  {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows) -%}
-  {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions) -%}
+  {%- set extension = spark_bucketing.extension_active() -%}
+  {#- With the extension, the side entry's partitions stay out of the
+      metastore: the write adds none and the drop deletes none (a metastore
+      row each, seconds on a backfill of hundreds). -#}
+  {%- set untracked = spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows, untrack=extension) -%}
+  {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, untracked) -%}
   {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, scope, plan.accounting) -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- set declared = spark_bucketing.undeclare_other_spec(rels, info, spec) -%}

@@ -1,18 +1,39 @@
 {#- Writing rows: a bucketed write (one file per bucket per partition) into a
     new or emptied folder, and the staging of a model's rows. -#}
 
-{% macro build_bucketed_relation(relation, spec, columns, sql, location, bucketed_rows=false) %}
+{% macro untrack_statement() %}
+  {#- The session extension's statement that makes a new table keep its
+      partitions in its folders only; tied to UntrackStatement in
+      scala/Contracts.scala. -#}
+  {{ return('spark_bucketing untrack partitions') }}
+{% endmacro %}
+
+{% macro untrack_partitions(relation) %}
+  {#- Through the session extension: the new, empty `relation` keeps its
+      partitions in its folders only, so that its write adds no partition to
+      the metastore (one metastore row per partition) and its drop deletes
+      none. Returns whether it does: a Hive-format table's partitions stay
+      in the metastore. -#}
+  {{ return(run_query(spark_bucketing.untrack_statement() ~ ' ' ~ relation)[0][0]) }}
+{% endmacro %}
+
+{% macro build_bucketed_relation(relation, spec, columns, sql, location, bucketed_rows=false, untrack=false) %}
   {#- Creates `relation` at `location` and fills it with one file per
       (partition, bucket). The folder is new or emptied, so a plain INSERT
       INTO writes it: the session's partitionOverwriteMode (which other
       models, such as dbt-spark's insert_overwrite, set) plays no part, and
       no session setting is changed. `bucketed_rows`: `sql` already holds
       each bucket's rows in one task (merge_output_is_bucketed), so they are
-      written as they are, without the routed shuffle. -#}
+      written as they are, without the routed shuffle. `untrack` (with the
+      session extension): a partitioned datasource table keeps its
+      partitions in its folders only. Returns whether it does. -#}
   {%- if spec.bucket_hash == 'hive' -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
   {%- call statement('spark_bucketing_create') -%}
     {{ spark_bucketing.create_bucketed_table_sql(relation, spec, columns, location) }}
   {%- endcall -%}
+  {#- A Hive-format table (the Hive hash) cannot be untracked: no statement for it. -#}
+  {%- set untracked = untrack and spec.partition_by | length > 0 and spec.bucket_hash != 'hive'
+      and spark_bucketing.untrack_partitions(relation) -%}
   {%- if spec.bucket_hash == 'hive' -%}
     {#- Spark writes a Hive Parquet/ORC table through its own writer, which
         takes the table's serde properties as write options. -#}
@@ -29,6 +50,7 @@
     {{ spark_bucketing.distributed_select_sql(spec, columns, sql) }}
     {%- endif %}
   {%- endcall -%}
+  {{ return(untracked) }}
 {% endmacro %}
 
 {% macro stage_new_rows(relation, columns, sql, location, partition_by) %}

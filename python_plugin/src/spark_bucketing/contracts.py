@@ -30,6 +30,10 @@ EXTENSION_SWITCH = "spark_bucketing.extension.enabled"
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
 #: ... and deletes folders inside a table's folder in one statement.
 DELETE_STATEMENT = "spark_bucketing delete folders"
+#: ... makes a new table keep its partitions in its folders only (no metastore rows) ...
+UNTRACK_STATEMENT = "spark_bucketing untrack partitions"
+#: ... and lists such a table's partitions from its folders, as SHOW PARTITIONS would.
+FOLDER_PARTITIONS_STATEMENT = "spark_bucketing show folder partitions"
 
 #: Spark's setting that makes a bucketed scan report its sort order.
 SORT_ORDERING_SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"

@@ -10,9 +10,10 @@ import org.apache.spark.sql.catalyst.catalog.CatalogUtils
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.command.LeafRunnableCommand
+import org.apache.spark.sql.execution.command.{DDLUtils, LeafRunnableCommand}
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
 import org.apache.spark.sql.hive.HiveCatalogPartitions
-import org.apache.spark.sql.types.{DataType, StringType, StructType}
+import org.apache.spark.sql.types.{BooleanType, DataType, StringType, StructType}
 
 /** Points many partitions of a table at new folders in one metastore call:
  *
@@ -86,12 +87,84 @@ case class DeleteFolders(table: TableIdentifier, folders: Seq[String]) extends L
   }
 }
 
-/** The SPARK_BUCKETING statements: `<statement> <table> LOCATIONS '<json>'`. */
+/** Makes a new, empty, partitioned datasource table find its partitions in
+ *  its folders rather than in the catalog (Spark's partition provider
+ *  "filesystem", which Spark otherwise sets only from a session setting when
+ *  the table is created):
+ *
+ *    SPARK_BUCKETING UNTRACK PARTITIONS <table>
+ *
+ *  A write into such a table adds no partition to the metastore (a tracked
+ *  table's write adds every partition it writes, one metastore row each),
+ *  and its drop deletes none. Returns whether the table's partitions are now
+ *  untracked: false, and nothing changed, for a Hive-format table (the
+ *  metastore always holds its partitions), an unpartitioned one, or one
+ *  whose catalog lists a partition (untracking would hide it). */
+case class UntrackPartitions(table: TableIdentifier) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] = Seq(AttributeReference("untracked", BooleanType)())
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val catalog = session.sessionState.catalog
+    val meta = catalog.getTableMetadata(table)
+    val untracked = DDLUtils.isDatasourceTable(meta) && meta.partitionColumnNames.nonEmpty && (
+      !meta.tracksPartitionsInCatalog || catalog.listPartitionNames(meta.identifier).isEmpty)
+    if (untracked && meta.tracksPartitionsInCatalog) {
+      catalog.alterTable(meta.copy(tracksPartitionsInCatalog = false))
+      session.catalog.refreshTable(meta.identifier.quotedString)
+    }
+    Seq(Row(untracked))
+  }
+}
+
+/** The partitions of a table that does not track them in the catalog
+ *  (UntrackPartitions), as a scan of it finds them in its folders:
+ *
+ *    SPARK_BUCKETING SHOW FOLDER PARTITIONS <table>
+ *
+ *  One row per partition folder that holds data files: its path under the
+ *  table's folder (`day=2024-01-01`), which for a folder Spark wrote is
+ *  what SHOW PARTITIONS shows of a tracked table's partition. */
+case class FolderPartitions(table: TableIdentifier) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] = Seq(AttributeReference("partition", StringType)())
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val meta = session.sessionState.catalog.getTableMetadata(table)
+    if (meta.tracksPartitionsInCatalog || meta.partitionColumnNames.isEmpty) {
+      throw new IllegalArgumentException(
+        s"${Contracts.FolderPartitionsStatement}: ${meta.identifier.quotedString} does not keep its partitions in its folders")
+    }
+    val index = session.table(meta.identifier.quotedString).queryExecution.analyzed.collectFirst {
+      case LogicalRelation(relation: HadoopFsRelation, _, _, _, _) => relation.location
+    }
+    val partitions = index match {
+      case Some(files: PartitioningAwareFileIndex) => files.partitionSpec().partitions.map(_.path)
+      case other => throw new IllegalStateException(
+        s"${Contracts.FolderPartitionsStatement}: ${meta.identifier.quotedString} is read through $other, not its folders")
+    }
+    val root = new Path(meta.location)
+    val prefix = root.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(root).toString.stripSuffix("/") + "/"
+    partitions.map { path =>
+      val name = path.toString
+      if (!name.startsWith(prefix)) {
+        throw new IllegalStateException(s"${Contracts.FolderPartitionsStatement}: $name is not inside $prefix")
+      }
+      Row(name.stripPrefix(prefix))
+    }.sorted(Ordering.by((r: Row) => r.getString(0)))
+  }
+}
+
+/** The SPARK_BUCKETING statements: `<statement> <table> LOCATIONS '<json>'`
+ *  and `<statement> <table>`. */
 object BucketingStatements {
-  private def pattern(statement: String) =
-    ("(?is)^" + statement.split(" ").mkString("\\s+") + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
+  private def words(statement: String) = "(?is)^" + statement.split(" ").mkString("\\s+")
+  private def pattern(statement: String) = (words(statement) + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
+  private def onTable(statement: String) = (words(statement) + """\s+(.+?)\s*;?\s*$""").r
   private val Switch = pattern(Contracts.SwitchStatement)
   private val Delete = pattern(Contracts.DeleteStatement)
+  private val Untrack = onTable(Contracts.UntrackStatement)
+  private val Folders = onTable(Contracts.FolderPartitionsStatement)
 
   /** `sql` after its leading blanks and comments (dbt puts one before every statement). */
   private def body(sql: String): String = {
@@ -126,6 +199,8 @@ object BucketingStatements {
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))
+    case Untrack(name) => Some(UntrackPartitions(delegate.parseTableIdentifier(name.trim)))
+    case Folders(name) => Some(FolderPartitions(delegate.parseTableIdentifier(name.trim)))
     case _ => None
   }
 }

@@ -13,6 +13,10 @@ object Contracts {
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */
   val DeleteStatement = "spark_bucketing delete folders"
+  /** The statement the extension adds to keep a new table's partitions in its folders only (UntrackPartitions). */
+  val UntrackStatement = "spark_bucketing untrack partitions"
+  /** The statement the extension adds to list such a table's partitions from its folders (FolderPartitions). */
+  val FolderPartitionsStatement = "spark_bucketing show folder partitions"
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */
   val SparkBucketFileName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$"""
 }

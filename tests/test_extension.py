@@ -163,6 +163,17 @@ COALESCED = {
         1,
         4,
     ),
+    # Joined on more than the bucket keys, Spark still shuffles both sides (and
+    # so the third join's): an Exchange lands right above the scan the rule
+    # coalesced, which must keep its logical link for adaptive execution
+    # (found by the randomized test, SB_SEED=190617783).
+    "spark 8 and 4 on more than the bucket keys, then a plain table": (
+        "select count(*), sum(hash(x.k, y.k, x.v, y.v)) from {t}.s8 x full join {t}.s4 y"
+        " on x.k = y.k and x.s = y.s join {t}.plain z on y.k = z.k",
+        {},
+        5,
+        5,
+    ),
     "hive 8 and spark 4: the hashes differ": ("select a.v, b.v from {t}.h8 a join {t}.s4 b on a.k = b.k", {}, 1, 1),
     "ratio past the limit": ("select a.v, b.v from {t}.h8 a join {t}.h4 b on a.k = b.k", {RATIO: "1"}, 1, 2),
     "adaptive execution off": (

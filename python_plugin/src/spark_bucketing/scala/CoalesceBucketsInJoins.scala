@@ -60,7 +60,11 @@ case class CoalesceBucketsInJoins(session: SparkSession) extends Rule[SparkPlan]
     case f: FilterExec => f.withNewChildren(Seq(coalesce(f.child, g)))
     case h: HiveHashBucketedScanExec => h.withNewChildren(Seq(coalesce(h.child, g)))
     case s: FileSourceScanExec if s.relation.bucketSpec.exists(_.numBuckets != g) =>
-      s.copy(optionalNumCoalescedBuckets = Some(g))
+      // A copy carries no tags: without the scan's logical link, adaptive execution fails an
+      // assertion when the join still shuffles and an Exchange lands right above the scan.
+      val copy = s.copy(optionalNumCoalescedBuckets = Some(g))
+      copy.copyTagsFrom(s)
+      copy
     case other => other
   }
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.dbt_project import DbtProject, node_messages
-from harness.spark import describe, extension_on
-from spark_bucketing import contracts
+from harness.spark import describe
 from tests.support.layout import check_layout
 
 GOOD_SQL = "select cast(id as int) as k, cast(id % 3 as string) as p, id as v from range(0, 1000, 1, 4)"
@@ -167,36 +166,3 @@ def test_layout_check_rejects_a_broken_write_and_keeps_the_old_table(spark, dbt_
     assert "broke its bucket layout" in message and "3 files for bucket" in message
     assert sorted(spark.table(f"{schema}.{name}").collect()) == before
     assert not _exists(spark, schema, f"{name}__dbt_tmp")
-
-
-def test_with_the_extension_the_footer_check_rejects_a_broken_write(spark, dbt_project, broken_writer_project):
-    """With the session extension, the check of a Spark-hash incremental
-    write takes each file's rows from its footer (the extension's table
-    function): it still finds the extra files of a writer that does not
-    distribute, and the run publishes nothing."""
-    schema = dbt_project.schema
-    name = "footer_checked"
-    config = {
-        "materialized": "bucketed_incremental",
-        "clustered_by": "k",
-        "buckets": 8,
-        "partition_by": "p",
-        "bucket_hash": "spark",
-        "incremental_strategy": "insert_overwrite",
-    }
-    # The partition column last: the broken writer inserts the model's columns as they are.
-    sql = "select cast(id as int) as k, id as v, cast(id % 3 as string) as p from range(0, 1000, 1, 4)"
-    dbt_project.write_model(name, sql, config)
-    dbt_project.run(name)
-    before = sorted(spark.table(f"{schema}.{name}").collect())
-
-    broken_writer_project.write_model(name, sql.replace("1000", "3000"), config)
-    statements: list[str] = []
-    with extension_on(spark):
-        result = broken_writer_project.dbt("run", "--select", name, statements=statements)
-    message = node_messages(result)[name]
-    assert "broke its bucket layout" in message and "3 files for bucket" in message
-    (check,) = [s for s in statements if "__sb_file_bucket" in s]
-    assert f"{contracts.TABLE_FILES_FUNCTION}(" in check and "input_file_name()" not in check
-    assert sorted(spark.table(f"{schema}.{name}").collect()) == before
-    assert not _exists(spark, schema, f"{name}__dbt_incr")

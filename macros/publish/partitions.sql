@@ -8,8 +8,8 @@
       partitions, 'catalog': the table's, 'emptied': paths of replaced
       partitions (static partitions, a merge's scope) the new rows left
       empty, 'batched': whether the switch goes through the session
-      extension (which reports the folders it replaces), 'extension':
-      whether that is active, 'other': a
+      extension (`extension`: it is active; it reports the folders it
+      replaces), 'other': a
       files_sql of the replaced partitions whose folders are wanted (all of
       them, or with 'batched' the emptied ones), or none}. `untracked`:
       the side entry keeps its partitions in its folders only. -#}
@@ -27,7 +27,7 @@
   {%- set batched = switched | length > 0 and extension -%}
   {%- set old_values = [] -%}
   {%- for path, values in catalog.items() if path in emptied or (path in listed and not batched) -%}{%- do old_values.append(values) -%}{%- endfor -%}
-  {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied, 'batched': batched, 'extension': extension,
+  {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied, 'batched': batched,
              'other': spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none}) }}
 {% endmacro %}
 
@@ -35,7 +35,7 @@
   {#- Every check of the written partitions before anything is published,
       from one query (the replaced partitions' folders are listed by it too):
       {'stats': the written partitions, 'replaced': {path: stats of the folder it replaces}}. -#}
-  {%- set checked = spark_bucketing.verify_write(rels.incr, spec, location, rels, scope.other, scope.extension) -%}
+  {%- set checked = spark_bucketing.verify_write(rels.incr, spec, location, rels, scope.other) -%}
   {%- do spark_bucketing.check_side_partitions(rels, location, checked.stats, scope.listed) -%}
   {%- if accounting is not none -%}
     {%- do spark_bucketing.check_row_accounting(rels.incr, location, rels, spec.partition_by, checked.stats, accounting) -%}

@@ -21,22 +21,11 @@
   {{ return(spec.bucket_hash == 'hive' or spec.verify_layout == 'rows') }}
 {% endmacro %}
 
-{% macro check_reads(spec, extension) %}
-  {#- What the check of a new write reads (layout_sql's `reads`): 'rows'
-      where it recomputes buckets; else the rows per file from the files'
-      footers through the session extension (`extension`: it is active),
-      or counted by a scan without it. A scan that counts rows per file
-      runs a task per small file: seconds on a backfill of thousands. -#}
-  {%- if spark_bucketing.check_recomputes_buckets(spec) -%}{{ return('rows') }}{%- endif -%}
-  {{ return('footers' if extension else 'files') }}
-{% endmacro %}
-
-{% macro verify_write(relation, spec, location, rels, other=none, extension=false) %}
+{% macro verify_write(relation, spec, location, rels, other=none) %}
   {#- Checks a new write (unless verify_layout is false) and returns its
       partition stats, both from one query: {'stats': [...], 'other': the
       partition stats of `other`, a files_sql listed by the same query}. A
-      write that breaks its layout is discarded and fails the run.
-      `extension`: the session extension is active (check_reads). -#}
+      write that breaks its layout is discarded and fails the run. -#}
   {%- if not spec.verify_layout -%}
     {%- set listing -%}
       select *, false as __sb_other from ({{ spark_bucketing.files_sql(relation, spec.partition_by) }}) as __sb_new
@@ -48,7 +37,7 @@
     {%- set written, listed = spark_bucketing.split_other(run_query(spark_bucketing.with_folders_sql(listing, spec.partition_by | length))) -%}
     {{ return({'stats': spark_bucketing.folder_stats(written, spec.partition_by), 'other': spark_bucketing.folder_stats(listed, spec.partition_by)}) }}
   {%- endif -%}
-  {%- set checked = spark_bucketing.checked_stats(relation, spec, other, spark_bucketing.check_reads(spec, extension)) -%}
+  {%- set checked = spark_bucketing.checked_stats(relation, spec, other, spark_bucketing.check_recomputes_buckets(spec)) -%}
   {%- if checked.problems > 0 -%}
     {%- set more = checked.problems - checked.lines | length -%}
     {%- do spark_bucketing.discard(relation, location, rels,

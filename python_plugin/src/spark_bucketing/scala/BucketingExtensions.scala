@@ -15,7 +15,6 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPlannerStrategy(session => PackageBucketedScans(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
     extensions.injectParser((_, delegate) => new BucketingParser(delegate))
-    extensions.injectTableFunction(TableFiles.description)
   }
 }
 

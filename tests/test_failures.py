@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.dbt_project import DbtProject, node_messages
-from harness.spark import describe
+from harness.spark import describe, extension_on
+from spark_bucketing import contracts
 from tests.support.layout import check_layout
 
 GOOD_SQL = "select cast(id as int) as k, cast(id % 3 as string) as p, id as v from range(0, 1000, 1, 4)"
@@ -166,3 +167,37 @@ def test_layout_check_rejects_a_broken_write_and_keeps_the_old_table(spark, dbt_
     assert "broke its bucket layout" in message and "3 files for bucket" in message
     assert sorted(spark.table(f"{schema}.{name}").collect()) == before
     assert not _exists(spark, schema, f"{name}__dbt_tmp")
+
+
+def test_with_the_extension_the_check_rejects_a_broken_write_of_an_untracked_side_entry(
+    spark, dbt_project, broken_writer_project
+):
+    """With the session extension, a Spark-hash incremental run's side entry
+    keeps its partitions in its folders: the check still finds the extra
+    files of a writer that does not distribute, and the run publishes
+    nothing and leaves no side entry."""
+    schema = dbt_project.schema
+    name = "untracked_checked"
+    config = {
+        "materialized": "bucketed_incremental",
+        "clustered_by": "k",
+        "buckets": 8,
+        "partition_by": "p",
+        "bucket_hash": "spark",
+        "incremental_strategy": "insert_overwrite",
+    }
+    # The partition column last: the broken writer inserts the model's columns as they are.
+    sql = "select cast(id as int) as k, id as v, cast(id % 3 as string) as p from range(0, 1000, 1, 4)"
+    dbt_project.write_model(name, sql, config)
+    dbt_project.run(name)
+    before = sorted(spark.table(f"{schema}.{name}").collect())
+
+    broken_writer_project.write_model(name, sql.replace("1000", "3000"), config)
+    statements: list[str] = []
+    with extension_on(spark):
+        result = broken_writer_project.dbt("run", "--select", name, statements=statements)
+    message = node_messages(result)[name]
+    assert "broke its bucket layout" in message and "3 files for bucket" in message
+    assert [s for s in statements if contracts.UNTRACK_STATEMENT in s.lower()]
+    assert sorted(spark.table(f"{schema}.{name}").collect()) == before
+    assert not _exists(spark, schema, f"{name}__dbt_incr")

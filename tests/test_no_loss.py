@@ -17,17 +17,34 @@ from spark_bucketing import hashing
 from spark_bucketing.files import data_files, input_file_path
 from tests.support.layout import table_layout_problems
 
+DAMAGED = ("dmg_missing", "dmg_empty", "dmg_file", "dmg_run")
+
+
+@pytest.fixture(scope="module")
+def sound_tables(dbt_project):
+    """The tables the damage tests damage, each its own, built together (one
+    `dbt run` builds all four, a second rewrites them, one `dbt test` passes
+    bucket_metadata on each before any damage)."""
+    for name in DAMAGED:
+        dbt_project.write_model(
+            name,
+            "select id as k, date_add(date'2024-01-01', cast(id div 20 as int)) as day from range(0, 80, 1, 2)",
+            {"materialized": "bucketed_incremental", "clustered_by": ["k"], "buckets": 2, "partition_by": ["day"]},
+        )
+        dbt_project.write_file(
+            f"models/{name}.yml",
+            f"version: 2\nmodels:\n  - name: {name}\n    data_tests: [spark_bucketing.bucket_metadata]\n",
+        )
+    dbt_project.run(*DAMAGED)
+    dbt_project.run(*DAMAGED)  # partitions now live in _bucketing/<run>/
+    result = dbt_project.dbt("test", "--select", *DAMAGED)
+    assert result.success, failure_text(result)
+    assert len(result.result.results) == len(DAMAGED)
+
 
 def _damaged_table(spark, dbt_project, name):
-    dbt_project.write_model(
-        name,
-        "select id as k, date_add(date'2024-01-01', cast(id div 20 as int)) as day from range(0, 80, 1, 2)",
-        {"materialized": "bucketed_incremental", "clustered_by": ["k"], "buckets": 2, "partition_by": ["day"]},
-    )
-    dbt_project.run(name)
-    dbt_project.run(name)  # partitions now live in _bucketing/<run>/
-    result = dbt_project.test_model(name, "spark_bucketing.bucket_metadata")
-    assert result.success, failure_text(result)
+    """`name`'s table, sound until the test damages it (sound_tables)."""
+    assert name in DAMAGED
     return f"{dbt_project.schema}.{name}"
 
 
@@ -43,7 +60,7 @@ def _metadata_problems(dbt_project, name) -> str:
     return test_result.node.compiled_code
 
 
-def test_bucket_metadata_names_a_partition_pointed_at_a_missing_folder(spark, dbt_project):
+def test_bucket_metadata_names_a_partition_pointed_at_a_missing_folder(spark, dbt_project, sound_tables):
     table = _damaged_table(spark, dbt_project, "dmg_missing")
     spark.sql(f"alter table {table} partition (day='2024-01-02') set location '/nonexistent/sb/day=2024-01-02'")
     problems = _metadata_problems(dbt_project, "dmg_missing")
@@ -51,7 +68,7 @@ def test_bucket_metadata_names_a_partition_pointed_at_a_missing_folder(spark, db
     assert "day=2024-01-01" not in problems
 
 
-def test_bucket_metadata_names_an_emptied_partition(spark, dbt_project):
+def test_bucket_metadata_names_an_emptied_partition(spark, dbt_project, sound_tables):
     table = _damaged_table(spark, dbt_project, "dmg_empty")
     folder = _partition_folder(spark, table, "2024-01-03")
     for f in data_files(folder):
@@ -61,7 +78,7 @@ def test_bucket_metadata_names_an_emptied_partition(spark, dbt_project):
     assert "day=2024-01-03" in problems and "holds no rows (folder missing or empty)" in problems
 
 
-def test_bucket_metadata_names_a_partition_that_lost_a_file(spark, dbt_project):
+def test_bucket_metadata_names_a_partition_that_lost_a_file(spark, dbt_project, sound_tables):
     table = _damaged_table(spark, dbt_project, "dmg_file")
     folder = _partition_folder(spark, table, "2024-01-04")
     data_files(folder)[0].unlink()
@@ -71,7 +88,7 @@ def test_bucket_metadata_names_a_partition_that_lost_a_file(spark, dbt_project):
     assert "rows missing" in problems
 
 
-def test_a_run_after_damage_does_not_hide_it(spark, dbt_project):
+def test_a_run_after_damage_does_not_hide_it(spark, dbt_project, sound_tables):
     """An incremental run that does not touch the damaged partition keeps its
     record, so bucket_metadata still reports the loss."""
     table = _damaged_table(spark, dbt_project, "dmg_run")

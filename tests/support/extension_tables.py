@@ -50,7 +50,12 @@ def build_tables(spark, dbt_project) -> str:
 
 
 def rows(spark, sql: str) -> list:
-    return sorted((tuple(r) for r in spark.sql(sql).collect()), key=repr)
+    return sorted_rows(spark.sql(sql))
+
+
+def sorted_rows(df) -> list:
+    """A DataFrame's rows as tuples, in an order that does not depend on the plan."""
+    return sorted((tuple(r) for r in df.collect()), key=repr)
 
 
 def reference_rows(spark, sql: str) -> list:

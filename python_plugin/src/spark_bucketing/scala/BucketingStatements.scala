@@ -11,7 +11,6 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference,
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.command.{DDLUtils, LeafRunnableCommand}
-import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, PartitioningAwareFileIndex}
 import org.apache.spark.sql.hive.HiveCatalogPartitions
 import org.apache.spark.sql.types.{BooleanType, DataType, StringType, StructType}
 
@@ -118,13 +117,17 @@ case class UntrackPartitions(table: TableIdentifier) extends LeafRunnableCommand
 }
 
 /** The partitions of a table that does not track them in the catalog
- *  (UntrackPartitions), as a scan of it finds them in its folders:
+ *  (UntrackPartitions), from its folders:
  *
  *    SPARK_BUCKETING SHOW FOLDER PARTITIONS <table>
  *
- *  One row per partition folder that holds data files: its path under the
- *  table's folder (`day=2024-01-01`), which for a folder Spark wrote is
- *  what SHOW PARTITIONS shows of a tracked table's partition. */
+ *  One row per partition folder that holds a data file: its path under the
+ *  table's folder (`day=2024-01-01`), which for a folder Spark wrote is what
+ *  SHOW PARTITIONS shows of a tracked table's partition. It lists the
+ *  folders itself, as a scan's file index finds them (names starting with
+ *  `_` or `.` are not data), without the Spark job a file index runs to list
+ *  more than 32 folders (most of 1.5 s on 300 folders in the backfill
+ *  benchmark). */
 case class FolderPartitions(table: TableIdentifier) extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(AttributeReference("partition", StringType)())
@@ -135,23 +138,19 @@ case class FolderPartitions(table: TableIdentifier) extends LeafRunnableCommand 
       throw new IllegalArgumentException(
         s"${Contracts.FolderPartitionsStatement}: ${meta.identifier.quotedString} does not keep its partitions in its folders")
     }
-    val index = session.table(meta.identifier.quotedString).queryExecution.analyzed.collectFirst {
-      case LogicalRelation(relation: HadoopFsRelation, _, _, _, _) => relation.location
-    }
-    val partitions = index match {
-      case Some(files: PartitioningAwareFileIndex) => files.partitionSpec().partitions.map(_.path)
-      case other => throw new IllegalStateException(
-        s"${Contracts.FolderPartitionsStatement}: ${meta.identifier.quotedString} is read through $other, not its folders")
-    }
     val root = new Path(meta.location)
-    val prefix = root.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(root).toString.stripSuffix("/") + "/"
-    partitions.map { path =>
-      val name = path.toString
-      if (!name.startsWith(prefix)) {
-        throw new IllegalStateException(s"${Contracts.FolderPartitionsStatement}: $name is not inside $prefix")
+    val fs = root.getFileSystem(session.sessionState.newHadoopConf())
+    def data(name: String) = !name.startsWith("_") && !name.startsWith(".")
+    def folders(dir: Path, prefix: String, depth: Int): Seq[String] = {
+      val entries = if (fs.exists(dir)) fs.listStatus(dir).toSeq else Nil
+      if (depth == 0) {
+        if (entries.exists(e => e.isFile && data(e.getPath.getName))) Seq(prefix.stripSuffix("/")) else Nil
+      } else {
+        entries.filter(e => e.isDirectory && data(e.getPath.getName) && e.getPath.getName.contains("="))
+          .flatMap(e => folders(e.getPath, prefix + e.getPath.getName + "/", depth - 1))
       }
-      Row(name.stripPrefix(prefix))
-    }.sorted(Ordering.by((r: Row) => r.getString(0)))
+    }
+    folders(root, "", meta.partitionColumnNames.size).sorted.map(Row(_))
   }
 }
 

@@ -57,37 +57,37 @@ def pytest_configure(config):
 
 
 # Seconds per test file, from a fresh clone's `scripts/test --durations=0`
-# (four workers on two cores, 2026-11-25, commit b1acdc0). pytest-xdist hands
+# (four workers on two cores, 2026-11-25, commit 9cfbc16). pytest-xdist hands
 # out whole files (--dist loadfile) in collection order
 # (--no-loadscope-reorder: without it, xdist sorts files by their number of
 # tests and the long randomized files, which hold few tests, started last).
 # Longest first, so that no long file starts last.
 FILE_WEIGHTS = {
-    "test_merge_randomized.py": 520,
-    "test_randomized_evolution.py": 452,
-    "test_no_loss.py": 384,
-    "test_extension_randomized.py": 346,
-    "test_incremental.py": 332,
-    "test_clean_install.py": 318,
-    "test_incremental_failures.py": 277,
-    "test_cost.py": 273,
-    "test_merge.py": 240,
-    "test_partition_values.py": 239,
-    "test_extension.py": 226,
-    "test_thrift.py": 213,
-    "test_no_loss_nondeterministic.py": 187,
-    "test_bucketed_table.py": 151,
-    "test_shared_metastore.py": 150,
-    "test_demo.py": 147,
-    "test_checker_corpus.py": 125,
-    "test_batched_switch.py": 108,
-    "test_failures.py": 69,
-    "test_hashing.py": 69,
-    "test_configs.py": 38,
-    "test_checker_cli.py": 27,
+    "test_randomized_evolution.py": 414,
+    "test_merge_randomized.py": 411,
+    "test_extension_randomized.py": 329,
+    "test_no_loss.py": 313,
+    "test_partition_values.py": 299,
+    "test_cost.py": 249,
+    "test_clean_install.py": 233,
+    "test_extension.py": 219,
+    "test_merge.py": 216,
+    "test_incremental.py": 207,
+    "test_incremental_failures.py": 196,
+    "test_thrift.py": 181,
+    "test_batched_switch.py": 177,
+    "test_bucketed_table.py": 148,
+    "test_no_loss_nondeterministic.py": 137,
+    "test_shared_metastore.py": 124,
+    "test_demo.py": 93,
+    "test_failures.py": 71,
+    "test_hashing.py": 54,
+    "test_checker_corpus.py": 40,
+    "test_configs.py": 27,
+    "test_checker_cli.py": 17,
     "test_joins.py": 15,
-    "test_layout_test.py": 8,
-    "test_package_install.py": 7,
+    "test_layout_test.py": 13,
+    "test_package_install.py": 4,
 }
 
 

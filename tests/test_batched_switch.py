@@ -112,7 +112,8 @@ def test_with_the_extension_the_side_entry_keeps_its_partitions_in_its_folders(s
     after its create, so the write adds no partition to the metastore (and
     the drop deletes none); its partitions are listed from its folders. A run
     stopped before the switch shows that state; the next run replaces and
-    adds partitions, and the table holds exactly the expected rows."""
+    adds partitions, and the table holds exactly the expected rows. An
+    append's staged rows are untracked the same way."""
     expected = Expected()
     name = "untracked_side"
     base = {"strategy": "insert_overwrite", "rows": 30, "bucket_hash": "spark"}
@@ -140,6 +141,17 @@ def test_with_the_extension_the_side_entry_keeps_its_partitions_in_its_folders(s
     assert table_rows(spark, table) == expected.rows()
     assert partition_layout_problems(spark, table) == []
     assert not spark.catalog.tableExists(side)
+    # An append stages the new rows in a plain table first: untracked too.
+    vars_ = {**base, "strategy": "append", "days": [9, 10], "tag": 2}
+    with extension_on(spark):
+        statements = [statement_body(s).lower() for s in run_statements(dbt_project, name, vars_)]
+        expected.apply(spark, vars_)
+    for entry in (f"{name}__dbt_new", f"{name}__dbt_incr"):
+        assert [s for s in statements if s.startswith(contracts.UNTRACK_STATEMENT) and s.endswith(entry)], entry
+        assert [s for s in statements if s.startswith(contracts.FOLDER_PARTITIONS_STATEMENT) and s.endswith(entry)]
+        assert not [s for s in statements if s.startswith("show partitions") and s.endswith(entry)], entry
+    assert table_rows(spark, table) == expected.rows()
+    assert partition_layout_problems(spark, table) == []
     result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
 

@@ -53,11 +53,14 @@
   {{ return(untracked) }}
 {% endmacro %}
 
-{% macro stage_new_rows(relation, columns, sql, location, partition_by) %}
+{% macro stage_new_rows(relation, columns, sql, location, partition_by, untrack=false) %}
   {#- Runs the model's query once into a plain side table at `location`,
       partitioned as the table is, so the catalog lists the partitions the
       new rows fall in (staged_partitions) without reading them. The folder
-      is new: INSERT INTO, whatever the session's partitionOverwriteMode. -#}
+      is new: INSERT INTO, whatever the session's partitionOverwriteMode.
+      `untrack` (with the session extension): the side table keeps its
+      partitions in its folders only (untrack_partitions). Returns whether
+      it does. -#}
   {%- set ordered = spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
   {%- call statement('spark_bucketing_stage') -%}
     create table {{ relation }} (
@@ -68,15 +71,18 @@
     {%- if partition_by %} partitioned by ({{ spark_bucketing.quoted(partition_by) | join(', ') }}){% endif %}
     location {{ spark_bucketing.sql_string(location) }}
   {%- endcall -%}
+  {%- set untracked = untrack and partition_by | length > 0 and spark_bucketing.untrack_partitions(relation) -%}
   {%- call statement('spark_bucketing_stage_rows') -%}
     insert into table {{ relation }}
     {%- if partition_by %} partition ({{ spark_bucketing.quoted(partition_by) | join(', ') }}){% endif %}
     select {{ spark_bucketing.quoted(ordered) | join(', ') }} from ({{ sql }}) as __sb_model
   {%- endcall -%}
+  {{ return(untracked) }}
 {% endmacro %}
 
-{% macro staged_partitions(relation) %}
-  {#- The partition values the staged new rows fall in, from the catalog:
-      [{column: value as string, or none for NULL}]. -#}
-  {{ return(spark_bucketing.catalog_partitions(relation).values() | list) }}
+{% macro staged_partitions(relation, untracked=false) %}
+  {#- The partition values the staged new rows fall in, from the catalog (or
+      the folders of an `untracked` side table): [{column: value as string,
+      or none for NULL}]. -#}
+  {{ return(spark_bucketing.catalog_partitions(relation, from_folders=untracked).values() | list) }}
 {% endmacro %}

@@ -173,6 +173,28 @@ def test_untrack_refuses_what_it_cannot_untrack(spark):
     assert [r.v for r in spark.sql("select v from batched.listed").collect()] == [1]
 
 
+def test_the_folder_listing_finds_the_partitions_a_scan_reads(spark, tmp_path):
+    """An untracked table's partitions, listed from its folders, are the
+    partitions a scan of it reads: a partition column whose name starts with
+    `_` counts; a folder holding only `_SUCCESS` or a file still being copied
+    does not."""
+    spark.sql("create database if not exists batched")
+    table = "batched.folders_u"
+    spark.sql(
+        f"create table {table} (v int, `_src` string) using parquet partitioned by (`_src`) location '{tmp_path}/u'"
+    )
+    with extension_on(spark):
+        assert spark.sql(f"{contracts.UNTRACK_STATEMENT} {table}").collect()[0][0] is True
+        spark.sql(f"insert into {table} partition (`_src`) values (1, 'a'), (2, 'b')")
+        for folder, name in (("_src=c", "_SUCCESS"), ("_src=d", "part-0.parquet._COPYING_")):
+            (tmp_path / "u" / folder).mkdir()
+            (tmp_path / "u" / folder / name).write_text("")
+        spark.sql(f"refresh table {table}")
+        listed = [r.partition for r in spark.sql(f"{contracts.FOLDER_PARTITIONS_STATEMENT} {table}").collect()]
+    assert listed == ["_src=a", "_src=b"]
+    assert sorted(r._src for r in spark.sql(f"select distinct `_src` from {table}").collect()) == ["a", "b"]
+
+
 def _statement_sql(statement: str, table: str, payload: list) -> str:
     """One of the extension's statements, its JSON payload as an escaped SQL string."""
     return f"{statement} {table} locations {sql_string(json.dumps(payload))}"

@@ -40,12 +40,7 @@ def sound_tables(dbt_project):
     result = dbt_project.dbt("test", "--select", *DAMAGED)
     assert result.success, failure_text(result)
     assert len(result.result.results) == len(DAMAGED)
-
-
-def _damaged_table(spark, dbt_project, name):
-    """`name`'s table, sound until the test damages it (sound_tables)."""
-    assert name in DAMAGED
-    return f"{dbt_project.schema}.{name}"
+    return {name: f"{dbt_project.schema}.{name}" for name in DAMAGED}
 
 
 def _partition_folder(spark, table, day):
@@ -61,7 +56,7 @@ def _metadata_problems(dbt_project, name) -> str:
 
 
 def test_bucket_metadata_names_a_partition_pointed_at_a_missing_folder(spark, dbt_project, sound_tables):
-    table = _damaged_table(spark, dbt_project, "dmg_missing")
+    table = sound_tables["dmg_missing"]
     spark.sql(f"alter table {table} partition (day='2024-01-02') set location '/nonexistent/sb/day=2024-01-02'")
     problems = _metadata_problems(dbt_project, "dmg_missing")
     assert "day=2024-01-02" in problems and "holds no rows (folder missing or empty)" in problems
@@ -69,7 +64,7 @@ def test_bucket_metadata_names_a_partition_pointed_at_a_missing_folder(spark, db
 
 
 def test_bucket_metadata_names_an_emptied_partition(spark, dbt_project, sound_tables):
-    table = _damaged_table(spark, dbt_project, "dmg_empty")
+    table = sound_tables["dmg_empty"]
     folder = _partition_folder(spark, table, "2024-01-03")
     for f in data_files(folder):
         f.unlink()
@@ -79,7 +74,7 @@ def test_bucket_metadata_names_an_emptied_partition(spark, dbt_project, sound_ta
 
 
 def test_bucket_metadata_names_a_partition_that_lost_a_file(spark, dbt_project, sound_tables):
-    table = _damaged_table(spark, dbt_project, "dmg_file")
+    table = sound_tables["dmg_file"]
     folder = _partition_folder(spark, table, "2024-01-04")
     data_files(folder)[0].unlink()
     spark.sql(f"refresh table {table}")
@@ -91,7 +86,7 @@ def test_bucket_metadata_names_a_partition_that_lost_a_file(spark, dbt_project, 
 def test_a_run_after_damage_does_not_hide_it(spark, dbt_project, sound_tables):
     """An incremental run that does not touch the damaged partition keeps its
     record, so bucket_metadata still reports the loss."""
-    table = _damaged_table(spark, dbt_project, "dmg_run")
+    table = sound_tables["dmg_run"]
     folder = _partition_folder(spark, table, "2024-01-02")
     shutil.rmtree(folder)
     spark.sql(f"refresh table {table}")

@@ -195,6 +195,46 @@ def test_the_folder_listing_finds_the_partitions_a_scan_reads(spark, tmp_path):
     assert sorted(r._src for r in spark.sql(f"select distinct `_src` from {table}").collect()) == ["a", "b"]
 
 
+@pytest.mark.parametrize("file_format", ["parquet", "orc"])
+def test_the_footer_listing_is_what_a_scan_counts(spark, tmp_path, file_format):
+    """The extension's table function (the check's rows per file with the
+    extension) gives, file for file, the URI, partition values and rows a
+    scan counting rows per input_file_name() gives: for string values
+    Spark's folder names escape, NULL, dates, timestamps and numbers."""
+    spark.sql("create database if not exists batched")
+    table = f"batched.footers_{file_format}"
+    spark.sql(
+        f"create table {table} (v bigint, s string, d date, ts timestamp, n int) using {file_format} "
+        f"partitioned by (s, d, ts, n) location '{tmp_path}/f'"
+    )
+    values = ["a/b", "x=y", "50%", "a%2Fb", " lead", "é ü", "q?#*[]", None]
+    with extension_on(spark):
+        assert spark.sql(f"{contracts.UNTRACK_STATEMENT} {table}").collect()[0][0] is True
+        spark.createDataFrame(
+            [(i, values[i % len(values)], i % 3) for i in range(200)], "v bigint, s string, k int"
+        ).selectExpr(
+            "v",
+            "s",
+            "date_add(date'2024-02-28', k) as d",
+            "timestamp'2024-01-01 10:30:00' + make_interval(0, 0, 0, 0, k) as ts",
+            "case when k = 2 then null else k - 1 end as n",
+        ).repartition(3).write.insertInto(table)
+        spark.sql(f"refresh table {table}")
+        listed = spark.sql(
+            f"select file, partition_values, rows from {contracts.TABLE_FILES_FUNCTION}('{table}')"
+        ).collect()
+        # Analyzed and run in the driver: no Spark job.
+        plan = spark.sql(f"select * from {contracts.TABLE_FILES_FUNCTION}('{table}')")._jdf.queryExecution()
+        assert "LocalTableScan" in plan.executedPlan().toString()
+    scanned = spark.sql(
+        "select input_file_name() as file, array(cast(s as string), cast(d as string), cast(ts as string), "
+        f"cast(n as string)) as partition_values, count(*) as rows from {table} group by all"
+    ).collect()
+    assert len(listed) >= 8 * 3
+    assert sorted(map(tuple, listed)) == sorted(map(tuple, scanned))
+    assert sum(r.rows for r in listed) == 200
+
+
 def _statement_sql(statement: str, table: str, payload: list) -> str:
     """One of the extension's statements, its JSON payload as an escaped SQL string."""
     return f"{statement} {table} locations {sql_string(json.dumps(payload))}"

@@ -64,6 +64,8 @@ def test_switch_statement_agrees():
     assert _macro_return_string("untrack_statement") == contracts.UNTRACK_STATEMENT
     assert _scala_vals()["FolderPartitionsStatement"] == contracts.FOLDER_PARTITIONS_STATEMENT
     assert _macro_return_string("folder_partitions_statement") == contracts.FOLDER_PARTITIONS_STATEMENT
+    assert _scala_vals()["TableFilesFunction"] == contracts.TABLE_FILES_FUNCTION
+    assert _macro_return_string("table_files_function") == contracts.TABLE_FILES_FUNCTION
 
 
 def test_hive_hash_types_agree():

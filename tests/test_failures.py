@@ -173,9 +173,10 @@ def test_with_the_extension_the_check_rejects_a_broken_write_of_an_untracked_sid
     spark, dbt_project, broken_writer_project
 ):
     """With the session extension, a Spark-hash incremental run's side entry
-    keeps its partitions in its folders: the check still finds the extra
-    files of a writer that does not distribute, and the run publishes
-    nothing and leaves no side entry."""
+    keeps its partitions in its folders, and the check takes each file's
+    rows from its footer: it still finds the extra files of a writer that
+    does not distribute, and the run publishes nothing and leaves no side
+    entry."""
     schema = dbt_project.schema
     name = "untracked_checked"
     config = {
@@ -199,5 +200,8 @@ def test_with_the_extension_the_check_rejects_a_broken_write_of_an_untracked_sid
     message = node_messages(result)[name]
     assert "broke its bucket layout" in message and "3 files for bucket" in message
     assert [s for s in statements if contracts.UNTRACK_STATEMENT in s.lower()]
+    # The check took each file's rows from its footer, through the extension.
+    (check,) = [s for s in statements if "__sb_file_bucket" in s]
+    assert f"{contracts.TABLE_FILES_FUNCTION}(" in check and "input_file_name()" not in check
     assert sorted(spark.table(f"{schema}.{name}").collect()) == before
     assert not _exists(spark, schema, f"{name}__dbt_incr")

@@ -1,6 +1,12 @@
 {#- A table's data files: which folder each is in, and per partition folder
     the files and rows it holds, read by scans that read no data column. -#}
 
+{% macro table_files_function() %}
+  {#- The session extension's table function: a table's files with the rows
+      their footers state; tied to TableFilesFunction in scala/Contracts.scala. -#}
+  {{ return('spark_bucketing_files') }}
+{% endmacro %}
+
 {% macro file_dir_expr(file_expr='input_file_name()') -%}
   {#- The folder of a file (`file_expr`, an input_file_name() value) as a
       path the catalog accepts. input_file_name() is a URI (a space shows as

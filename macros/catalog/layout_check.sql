@@ -14,10 +14,10 @@
   {{ return(groups) }}
 {% endmacro %}
 
-{% macro checked_layout(relation, partition_by, groups, other=none, listing=true, rehash=true) %}
+{% macro checked_layout(relation, partition_by, groups, other=none, listing=true, reads='rows') %}
   {#- Runs the check on `relation` against `groups`: layout_report()'s
       result, plus 'other': the partition stats of `other` (see layout_sql). -#}
-  {%- set checked, listed = spark_bucketing.split_other(run_query(spark_bucketing.layout_sql(relation, partition_by, groups, other, listing, rehash))) -%}
+  {%- set checked, listed = spark_bucketing.split_other(run_query(spark_bucketing.layout_sql(relation, partition_by, groups, other, listing, reads))) -%}
   {%- set report = spark_bucketing.layout_report(checked, partition_by, groups) -%}
   {%- do report.update({'other': spark_bucketing.folder_stats(listed, partition_by, '__sb_listed')}) -%}
   {{ return(report) }}
@@ -34,14 +34,14 @@
   {{ return(report.files | rejectattr('problem', 'none') | list) }}
 {% endmacro %}
 
-{% macro checked_stats(relation, spec, other=none, rehash=true) %}
+{% macro checked_stats(relation, spec, other=none, reads='rows') %}
   {#- The check of a write this run made, and its partition stats, from
       one query: {'stats': [folder_stats entries], 'problems': count,
       'lines': [file: problem], 'other': [folder_stats entries of `other`]}.
-      `rehash` false: the files' structure only (check_recomputes_buckets). -#}
+      `reads` other than 'rows': the files' structure only (check_reads). -#}
   {%- set groups = [(spark_bucketing.spec_record(spec), none)] -%}
-  {%- if rehash -%}{%- do spark_bucketing.check_groups(relation, groups) -%}{%- endif -%}
-  {%- set report = spark_bucketing.checked_layout(relation, spec.partition_by, groups, other, listing=false, rehash=rehash) -%}
+  {%- if reads == 'rows' -%}{%- do spark_bucketing.check_groups(relation, groups) -%}{%- endif -%}
+  {%- set report = spark_bucketing.checked_layout(relation, spec.partition_by, groups, other, listing=false, reads=reads) -%}
   {%- set out = {'stats': [], 'problems': 0, 'lines': [], 'other': report.other} -%}
   {%- for part in report.partitions -%}
     {%- do out.stats.append({'path': part.path, 'location': part.location, 'files': part.files, 'rows': part.rows, 'values': part['values']}) -%}

@@ -32,10 +32,26 @@
     from ({{ files_sql }}) as __sb_listing
 {%- endmacro %}
 
-{% macro counted_files_sql(relation, partition_by, groups, listing, rehash=true) -%}
+{% macro footer_files_sql(relation, partition_by, groups, listing) -%}
+  {#- counted_files_sql's rows from the files' footers, through the session
+      extension's table function: a row per file, its computed buckets NULL. -#}
+    select __sb_file
+      {%- for p in partition_by %}, __sb_values[{{ loop.index0 }}] as __sb_p{{ loop.index0 }}{% endfor %}
+      {%- for spec, _ in groups %}, cast(null as int) as __sb_b{{ loop.index0 }}{% endfor %},
+      {{ 'cast(0 as bigint)' if listing else '__sb_rows' }} as __sb_listed, __sb_rows as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted,
+      false as __sb_other
+    from (
+      select file as __sb_file, partition_values as __sb_values, rows as __sb_rows
+      from {{ spark_bucketing.table_files_function() }}({{ spark_bucketing.sql_string(relation | string) }})
+    ) as __sb_footers
+{%- endmacro %}
+
+{% macro counted_files_sql(relation, partition_by, groups, listing, reads='rows') -%}
   {#- layout_sql's rows per (file, computed bucket of each spec group),
-      aggregated in the scan's stage. `rehash` false: per file, the
-      computed buckets NULL (reads no data column). -#}
+      aggregated in the scan's stage. `reads` (layout_sql) other than
+      'rows': per file, the computed buckets NULL (no data column read). -#}
+  {%- if reads == 'footers' -%}{{ return(spark_bucketing.footer_files_sql(relation, partition_by, groups, listing)) }}{%- endif -%}
+  {%- set rehash = reads == 'rows' -%}
     select input_file_name() as __sb_file
       {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
       {%- for spec, _ in groups %},
@@ -71,7 +87,7 @@
     group by __sb_file
 {%- endmacro %}
 
-{% macro layout_sql(relation, partition_by, groups, other=none, listing=true, rehash=true) -%}
+{% macro layout_sql(relation, partition_by, groups, other=none, listing=true, reads='rows') -%}
   {#- The check's one read: a listing of every file with its rows by a scan
       that reads no data column (files_sql: Spark never plans it as a
       bucketed scan, so it lists even a file a bucketed scan would skip), and
@@ -84,10 +100,12 @@
       file counts rows out of order. `other`, a files_sql of another table's
       partitions, is listed in the same query (rows with __sb_other true), so
       that a run learns the folders it replaces without a job of its own.
-      `rehash` false (a write whose buckets and order Spark's writer makes,
-      check_recomputes_buckets): the structure only, no bucket recomputed,
-      no sort checked, no data column read. -#}
-  {%- set parts = [spark_bucketing.counted_files_sql(relation, partition_by, groups, listing, rehash)] -%}
+      `reads`: 'rows' recomputes every row's bucket and checks the sort;
+      'files' (a write whose buckets and order Spark's writer makes,
+      check_recomputes_buckets) the structure only, the rows per file
+      counted by a scan that reads no data column; 'footers' the same, the
+      rows per file from the files' footers (footer_files_sql). -#}
+  {%- set parts = [spark_bucketing.counted_files_sql(relation, partition_by, groups, listing, reads)] -%}
   {%- if listing -%}
     {%- do parts.append(spark_bucketing.listed_files_sql(spark_bucketing.files_sql(relation, partition_by), partition_by, groups, 'false')) -%}
   {%- endif -%}
@@ -96,7 +114,7 @@
   {%- endif -%}
   {#- Indexes into `groups` (a filtered loop would renumber them). -#}
   {%- for spec, _ in groups -%}
-    {%- if spec.sorted_by and rehash -%}{%- do parts.append(spark_bucketing.unsorted_files_sql(relation, partition_by, groups, loop.index0)) -%}{%- endif -%}
+    {%- if spec.sorted_by and reads == 'rows' -%}{%- do parts.append(spark_bucketing.unsorted_files_sql(relation, partition_by, groups, loop.index0)) -%}{%- endif -%}
   {%- endfor -%}
   {%- set all_rows = parts | join('\n    union all\n') -%}
   select try_cast(nullif(regexp_extract(__sb_file, '{{ spark_bucketing.bucket_file_pattern() }}', 1), '') as int) as __sb_file_bucket, *

@@ -59,7 +59,7 @@
 {% macro file_check(f, g, spec, same_bucket) %}
   {#- One file (layout_files) against the spec of its group `g`: its entry in layout_report's 'files'. -#}
   {%- set misplaced = namespace(n=0) -%}
-  {#- A NULL computed bucket: not recomputed (layout_sql's `rehash`). -#}
+  {#- A NULL computed bucket: not recomputed (layout_sql's `reads`). -#}
   {%- for row in f.counts if g is none or (row['__sb_b' ~ g] is not none and row['__sb_b' ~ g] != f.file_bucket) -%}
     {%- set misplaced.n = misplaced.n + row['__sb_n'] | int -%}
   {%- endfor -%}

@@ -31,11 +31,12 @@
              'other': spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none}) }}
 {% endmacro %}
 
-{% macro verify_partitions(rels, spec, location, scope, accounting) %}
+{% macro verify_partitions(rels, spec, location, scope, accounting, untracked) %}
   {#- Every check of the written partitions before anything is published,
       from one query (the replaced partitions' folders are listed by it too):
-      {'stats': the written partitions, 'replaced': {path: stats of the folder it replaces}}. -#}
-  {%- set checked = spark_bucketing.verify_write(rels.incr, spec, location, rels, scope.other) -%}
+      {'stats': the written partitions, 'replaced': {path: stats of the folder it replaces}}.
+      `untracked`: the side entry keeps its partitions in its folders. -#}
+  {%- set checked = spark_bucketing.verify_write(rels.incr, spec, location, rels, scope.other, untracked) -%}
   {%- do spark_bucketing.check_side_partitions(rels, location, checked.stats, scope.listed) -%}
   {%- if accounting is not none -%}
     {%- do spark_bucketing.check_row_accounting(rels.incr, location, rels, spec.partition_by, checked.stats, accounting) -%}
@@ -110,7 +111,7 @@
       row each, seconds on a backfill of hundreds). -#}
   {%- set untracked = spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows, untrack=extension) -%}
   {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, untracked) -%}
-  {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, scope, plan.accounting) -%}
+  {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, scope, plan.accounting, untracked) -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- set declared = spark_bucketing.undeclare_other_spec(rels, info, spec) -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}

@@ -34,6 +34,8 @@ DELETE_STATEMENT = "spark_bucketing delete folders"
 UNTRACK_STATEMENT = "spark_bucketing untrack partitions"
 #: ... and lists such a table's partitions from its folders, as SHOW PARTITIONS would.
 FOLDER_PARTITIONS_STATEMENT = "spark_bucketing show folder partitions"
+#: The table function the extension adds: a table's files and the rows their footers state.
+TABLE_FILES_FUNCTION = "spark_bucketing_files"
 
 #: Spark's setting that makes a bucketed scan report its sort order.
 SORT_ORDERING_SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"

@@ -15,6 +15,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPlannerStrategy(session => PackageBucketedScans(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
     extensions.injectParser((_, delegate) => new BucketingParser(delegate))
+    extensions.injectTableFunction(TableFiles.description)
   }
 }
 

@@ -3,7 +3,7 @@ package sparkbucketing
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
 import org.apache.spark.sql.catalyst.catalog.CatalogUtils
@@ -133,26 +133,41 @@ case class FolderPartitions(table: TableIdentifier) extends LeafRunnableCommand 
 
   override val output: Seq[Attribute] = Seq(AttributeReference("partition", StringType)())
 
-  override def run(session: SparkSession): Seq[Row] = {
+  override def run(session: SparkSession): Seq[Row] =
+    FolderListing.partitions(session, table, Contracts.FolderPartitionsStatement).map(p => Row(p.path))
+}
+
+/** A partition folder of a table that keeps its partitions in its folders:
+ *  its path under the table's folder and its data files. */
+case class FolderPartition(path: String, files: Seq[FileStatus])
+
+object FolderListing {
+
+  /** The partition folders of `table` that hold a data file, by path, as a
+   *  scan's file index finds them (skipping the names Spark's file index
+   *  skips), listed here without the Spark job a file index runs to list
+   *  more than 32 folders. `caller` names the statement in errors. */
+  def partitions(session: SparkSession, table: TableIdentifier, caller: String): Seq[FolderPartition] = {
     val meta = session.sessionState.catalog.getTableMetadata(table)
     if (meta.tracksPartitionsInCatalog || meta.partitionColumnNames.isEmpty) {
       throw new IllegalArgumentException(
-        s"${Contracts.FolderPartitionsStatement}: ${meta.identifier.quotedString} does not keep its partitions in its folders")
+        s"$caller: ${meta.identifier.quotedString} does not keep its partitions in its folders")
     }
     val root = new Path(meta.location)
     val fs = root.getFileSystem(session.sessionState.newHadoopConf())
     def data(name: String) = !SparkFileNames.skipped(name)
-    def folders(dir: Path, prefix: String, depth: Int): Seq[String] = {
+    def folders(dir: Path, prefix: String, depth: Int): Seq[FolderPartition] = {
       val entries = fs.listStatus(dir).toSeq
       if (depth == 0) {
-        if (entries.exists(e => e.isFile && data(e.getPath.getName))) Seq(prefix.stripSuffix("/")) else Nil
+        val files = entries.filter(e => e.isFile && data(e.getPath.getName))
+        if (files.nonEmpty) Seq(FolderPartition(prefix.stripSuffix("/"), files)) else Nil
       } else {
         entries.filter(e => e.isDirectory && data(e.getPath.getName) && e.getPath.getName.contains("="))
           .flatMap(e => folders(e.getPath, prefix + e.getPath.getName + "/", depth - 1))
       }
     }
     // A table nothing was written to yet has no folder.
-    (if (fs.exists(root)) folders(root, "", meta.partitionColumnNames.size) else Nil).sorted.map(Row(_))
+    (if (fs.exists(root)) folders(root, "", meta.partitionColumnNames.size) else Nil).sortBy(_.path)
   }
 }
 

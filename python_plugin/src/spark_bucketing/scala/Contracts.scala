@@ -17,6 +17,8 @@ object Contracts {
   val UntrackStatement = "spark_bucketing untrack partitions"
   /** The statement the extension adds to list such a table's partitions from its folders (FolderPartitions). */
   val FolderPartitionsStatement = "spark_bucketing show folder partitions"
+  /** The table function the extension adds: a table's files and their footers' row counts (TableFiles). */
+  val TableFilesFunction = "spark_bucketing_files"
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */
   val SparkBucketFileName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$"""
 }

@@ -1,0 +1,67 @@
+"""Where a dbt run's time goes, statement by statement, on dbt-spark's
+`method: session`.
+
+dbt's log times a statement from `spark.sql()` to its return: the whole of
+a command (CREATE, INSERT, ALTER, SHOW), but only the analysis of a query
+(SELECT, DESCRIBE QUERY), which Spark runs when dbt fetches its rows, after
+the log line. This runs one dbt command in this process with dbt-spark's
+session cursor timed around both calls, and prints each statement's
+`execute` (analysis, or a command's whole run) and `fetch` (a query's run),
+and the model's span from its first statement to dbt's return.
+
+    cd <a dbt project whose profile uses method: session>
+    /work/main/.venv/bin/python /work/main/benchmarks/statement_times.py run --select my_model [--vars ...]
+
+The arguments are dbt's. One process, one JVM: run it once per side and
+compare like with like (a fresh JVM pays each kind of work's first time).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from dbt.adapters.spark import session
+from dbt.cli.main import dbtRunner
+
+# Statements dbt sends for the whole project, not for a model.
+PROJECT_STATEMENTS = ("show databases", "show table extended")
+
+
+def main() -> int:
+    timed: list[list] = []  # [execute s, fetch s, statement, start]
+    execute, fetchall = session.Cursor.execute, session.Cursor.fetchall
+
+    def timed_execute(cursor, sql, *args):
+        start = time.perf_counter()
+        result = execute(cursor, sql, *args)
+        body = " ".join(sql.split("*/", 1)[-1].split())
+        timed.append([time.perf_counter() - start, 0.0, body[:100], start])
+        return result
+
+    def timed_fetchall(cursor):
+        start = time.perf_counter()
+        rows = fetchall(cursor)
+        if timed:
+            timed[-1][1] += time.perf_counter() - start
+        return rows
+
+    session.Cursor.execute, session.Cursor.fetchall = timed_execute, timed_fetchall
+    result = dbtRunner().invoke(sys.argv[1:])
+    end = time.perf_counter()
+    model = [t for t in timed if not t[2].startswith(PROJECT_STATEMENTS)]
+    print(f"{'execute s':>9} {'fetch s':>8}  statement")
+    for run, fetch, text, _ in model:
+        print(f"{run:9.3f} {fetch:8.3f}  {text}")
+    if model:
+        run, fetch = sum(t[0] for t in model), sum(t[1] for t in model)
+        span = end - model[0][3]
+        print(
+            f"{run:9.3f} {fetch:8.3f}  {len(model)} statements; the model's span {span:.2f} s, "
+            f"of which {span - run - fetch:.2f} s in dbt and Jinja"
+        )
+    return 0 if result.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

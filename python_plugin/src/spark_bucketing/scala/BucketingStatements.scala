@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
-import org.apache.spark.sql.catalyst.catalog.CatalogUtils
+import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogUtils}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
@@ -133,8 +133,10 @@ case class FolderPartitions(table: TableIdentifier) extends LeafRunnableCommand 
 
   override val output: Seq[Attribute] = Seq(AttributeReference("partition", StringType)())
 
-  override def run(session: SparkSession): Seq[Row] =
-    FolderListing.partitions(session, table, Contracts.FolderPartitionsStatement).map(p => Row(p.path))
+  override def run(session: SparkSession): Seq[Row] = {
+    val meta = session.sessionState.catalog.getTableMetadata(table)
+    FolderListing.partitions(session, meta, Contracts.FolderPartitionsStatement).map(p => Row(p.path))
+  }
 }
 
 /** A partition folder of a table that keeps its partitions in its folders:
@@ -143,12 +145,12 @@ case class FolderPartition(path: String, files: Seq[FileStatus])
 
 object FolderListing {
 
-  /** The partition folders of `table` that hold a data file, by path, as a
-   *  scan's file index finds them (skipping the names Spark's file index
-   *  skips), listed here without the Spark job a file index runs to list
-   *  more than 32 folders. `caller` names the statement in errors. */
-  def partitions(session: SparkSession, table: TableIdentifier, caller: String): Seq[FolderPartition] = {
-    val meta = session.sessionState.catalog.getTableMetadata(table)
+  /** The partition folders of the table `meta` describes that hold a data
+   *  file, by path, as a scan's file index finds them (skipping the names
+   *  Spark's file index skips), listed here without the Spark job a file
+   *  index runs to list more than 32 folders. `caller` names the statement
+   *  in errors. */
+  def partitions(session: SparkSession, meta: CatalogTable, caller: String): Seq[FolderPartition] = {
     if (meta.tracksPartitionsInCatalog || meta.partitionColumnNames.isEmpty) {
       throw new IllegalArgumentException(
         s"$caller: ${meta.identifier.quotedString} does not keep its partitions in its folders")

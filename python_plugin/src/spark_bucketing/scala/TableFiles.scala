@@ -54,7 +54,8 @@ object TableFiles {
       throw new IllegalArgumentException(
         s"$Name: ${meta.identifier.quotedString} is a '$format' table; footers are read of Parquet and ORC tables")
     }
-    val partitions = FolderListing.partitions(session, ident, Name)
+    // The entry read above: each fetch of it is a metastore call.
+    val partitions = FolderListing.partitions(session, meta, Name)
     val zone = ZoneId.of(session.sessionState.conf.sessionLocalTimeZone)
     val fields = meta.partitionSchema.fields
     val resolver = session.sessionState.conf.resolver

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 import pytest
 
 from harness.dbt_project import failure_text, node_messages
-from harness.spark import extension_on, local_path, sql_string
+from harness.spark import extension_on, local_path, sql_string, table_location
 from spark_bucketing import contracts
 from spark_bucketing.files import input_file_path
 from tests.support.incremental import (
@@ -98,22 +98,14 @@ def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, f
     assert partition_layout_problems(spark, table) == []
 
 
-def _catalog_partitions(spark, table: str) -> list[str]:
-    """The partitions the metastore holds for `table`, asked of the metastore
-    itself (SHOW PARTITIONS refuses a table that does not track them)."""
-    db, name = table.split(".")
-    external = spark._jsparkSession.sharedState().externalCatalog()
-    names = external.listPartitionNames(db, name, spark._jvm.scala.Option.empty())
-    return [n for n in names.mkString("\n").split("\n") if n]
-
-
-def test_with_the_extension_the_side_entry_keeps_its_partitions_in_its_folders(spark, dbt_project):
-    """A Spark-hash run with the extension: the side entry is untracked right
-    after its create, so the write adds no partition to the metastore (and
-    the drop deletes none); its partitions are listed from its folders. A run
-    stopped before the switch shows that state; the next run replaces and
-    adds partitions, and the table holds exactly the expected rows. An
-    append's staged rows are untracked the same way."""
+def test_with_the_extension_a_run_writes_a_folder_with_no_catalog_entry(spark, dbt_project):
+    """A Spark-hash run with the extension writes its partitions into its
+    folder with no side table: nothing is created in the catalog and no
+    partition added to the metastore before the switch. A run stopped before
+    the switch shows that state (the folder holds exactly the run's
+    partitions); the next run replaces and adds partitions, and the table
+    holds exactly the expected rows. An append's staged rows are kept in
+    their folders only (untracked)."""
     expected = Expected()
     name = "untracked_side"
     base = {"strategy": "insert_overwrite", "rows": 30, "bucket_hash": "spark"}
@@ -121,86 +113,96 @@ def test_with_the_extension_the_side_entry_keeps_its_partitions_in_its_folders(s
     with extension_on(spark):
         table = step(spark, dbt_project, name, expected, {**base, "days": list(range(6))})
         vars_ = {**base, "days": [1, 2, 3, 4, 8, 9], "tag": 1}
+        before = {t.name for t in spark.catalog.listTables(dbt_project.schema)}
         result = run_model(dbt_project, name, vars_, expect_ok=False, fail_at="before_switch")
         assert "injected failure at step 'before_switch'" in failure_text(result) + str(node_messages(result))
-        state = spark._jsparkSession.sessionState()
-        meta = state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(side))
-        assert not meta.tracksPartitionsInCatalog()
-        assert _catalog_partitions(spark, side) == []
-        folders = sorted(r.partition for r in spark.sql(f"{contracts.FOLDER_PARTITIONS_STATEMENT} {side}").collect())
+        assert {t.name for t in spark.catalog.listTables(dbt_project.schema)} == before
+        assert not spark.catalog.tableExists(side)
+        runs = list((table_location(spark, table) / "_bucketing").iterdir())
+        assert len(runs) == 1
+        folders = sorted(p.name for p in runs[0].iterdir() if p.is_dir())
         assert folders == [f"day=2024-01-{d + 1:02d}" for d in (1, 2, 3, 4, 8, 9)]
         assert table_rows(spark, table) == expected.rows()  # nothing published yet
         statements = [statement_body(s) for s in run_statements(dbt_project, name, vars_)]
         expected.apply(spark, vars_)
     lowered = [s.lower() for s in statements]
-    (untrack,) = [s for s in lowered if s.startswith(contracts.UNTRACK_STATEMENT)]
-    assert untrack.endswith(f"{name}__dbt_incr")
-    assert [s for s in lowered if s.startswith(contracts.FOLDER_PARTITIONS_STATEMENT)]
+    assert len([s for s in lowered if s.startswith(contracts.WRITE_FOLDER_STATEMENT)]) == 1
+    assert not [s for s in lowered if "__dbt_incr" in s and not s.startswith("drop table if exists")]
     assert not [s for s in lowered if s.startswith("show partitions") and "__dbt_incr" in s]
     assert len([s for s in lowered if s.startswith(contracts.SWITCH_STATEMENT)]) == 1
     assert table_rows(spark, table) == expected.rows()
     assert partition_layout_problems(spark, table) == []
     assert not spark.catalog.tableExists(side)
-    # An append stages the new rows in a plain table first: untracked too.
+    # An append stages the new rows in a folder of its own too, read through the extension.
     vars_ = {**base, "strategy": "append", "days": [9, 10], "tag": 2}
     with extension_on(spark):
         statements = [statement_body(s).lower() for s in run_statements(dbt_project, name, vars_)]
         expected.apply(spark, vars_)
-    for entry in (f"{name}__dbt_new", f"{name}__dbt_incr"):
-        assert [s for s in statements if s.startswith(contracts.UNTRACK_STATEMENT) and s.endswith(entry)], entry
-        assert [s for s in statements if s.startswith(contracts.FOLDER_PARTITIONS_STATEMENT) and s.endswith(entry)]
-        assert not [s for s in statements if s.startswith("show partitions") and s.endswith(entry)], entry
+    assert not [s for s in statements if f"{name}__dbt_new" in s or f"{name}__dbt_incr" in s]
+    assert len([s for s in statements if s.startswith(contracts.WRITE_FOLDER_STATEMENT)]) == 2
+    assert [s for s in statements if f"{contracts.FOLDER_READ_FUNCTION}(" in s]
     assert table_rows(spark, table) == expected.rows()
     assert partition_layout_problems(spark, table) == []
     result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
 
 
-def test_untrack_refuses_what_it_cannot_untrack(spark):
-    """The statement changes only a partitioned datasource table whose
-    catalog lists no partition; listing from folders refuses a tracked table."""
-    spark.sql("create database if not exists batched")
-    spark.sql("create table batched.listed (v int, day string) using parquet partitioned by (day)")
-    spark.sql("insert into batched.listed values (1, 'a')")
-    spark.sql("create table batched.flat (v int) using parquet")
-    spark.sql("create table batched.hive_format (v int) partitioned by (day string) stored as parquet")
-    with extension_on(spark):
-        for table in ("batched.listed", "batched.flat", "batched.hive_format"):
-            assert spark.sql(f"{contracts.UNTRACK_STATEMENT} {table}").collect()[0][0] is False, table
-        assert _catalog_partitions(spark, "batched.listed") == ["day=a"]
-        with pytest.raises(Exception, match="does not keep its partitions in its folders"):
-            spark.sql(f"{contracts.FOLDER_PARTITIONS_STATEMENT} batched.listed").collect()
-    assert [r.v for r in spark.sql("select v from batched.listed").collect()] == [1]
+def _folder_sql(folder: dict) -> str:
+    return sql_string(json.dumps(folder))
 
 
 def test_the_folder_listing_finds_the_partitions_a_scan_reads(spark, tmp_path):
-    """An untracked table's partitions, listed from its folders, are the
-    partitions a scan of it reads: a partition column whose name starts with
-    `_` counts; a folder holding only `_SUCCESS` or a file still being copied
-    does not."""
-    spark.sql("create database if not exists batched")
-    table = "batched.folders_u"
-    spark.sql(
-        f"create table {table} (v int, `_src` string) using parquet partitioned by (`_src`) location '{tmp_path}/u'"
-    )
+    """A written folder's partitions, as the footer function lists them, are
+    the partitions a scan of it through the folder function reads: a
+    partition column whose name starts with `_` counts; a folder holding
+    only `_SUCCESS` or a file still being copied does not."""
+    folder = {
+        "location": f"{tmp_path}/u",
+        "format": "parquet",
+        "columns": [["v", "int"], ["_src", "string"]],
+        "partition_by": ["_src"],
+    }
     with extension_on(spark):
-        assert spark.sql(f"{contracts.UNTRACK_STATEMENT} {table}").collect()[0][0] is True
-        spark.sql(f"insert into {table} partition (`_src`) values (1, 'a'), (2, 'b')")
-        for folder, name in (("_src=c", "_SUCCESS"), ("_src=d", "part-0.parquet._COPYING_")):
-            (tmp_path / "u" / folder).mkdir()
-            (tmp_path / "u" / folder / name).write_text("")
-        spark.sql(f"refresh table {table}")
-        listed = [r.partition for r in spark.sql(f"{contracts.FOLDER_PARTITIONS_STATEMENT} {table}").collect()]
-    assert listed == ["_src=a", "_src=b"]
-    assert sorted(r._src for r in spark.sql(f"select distinct `_src` from {table}").collect()) == ["a", "b"]
+        spark.sql(
+            f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(folder)} as select * from values (1, 'a'), (2, 'b')"
+        )
+        for name, file in (("_src=c", "_SUCCESS"), ("_src=d", "part-0.parquet._COPYING_")):
+            (tmp_path / "u" / name).mkdir()
+            (tmp_path / "u" / name / file).write_text("")
+        files = spark.sql(f"select * from {contracts.TABLE_FILES_FUNCTION}({_folder_sql(folder)})").collect()
+        scanned = spark.sql(f"select distinct `_src` from {contracts.FOLDER_READ_FUNCTION}({_folder_sql(folder)})")
+        scanned = sorted(r._src for r in scanned.collect())
+    assert sorted({r.partition_values[0] for r in files}) == ["a", "b"]
+    assert sorted({r.file.rsplit("/", 2)[1] for r in files}) == ["_src=a", "_src=b"]
+    assert scanned == ["a", "b"]
+
+
+def test_the_folder_function_reads_partition_values_with_their_declared_types(spark, tmp_path):
+    """The folder function reads a partition value as its declared type,
+    not as Spark would infer it from the folder name: a string '01' stays
+    '01', NULL stays NULL, a date is a date."""
+    folder = {
+        "location": f"{tmp_path}/t",
+        "format": "parquet",
+        "columns": [["k", "int"], ["p", "string"], ["d", "date"]],
+        "partition_by": ["p", "d"],
+    }
+    rows = "select * from values (1, '01', date'2024-01-02'), (2, null, date'2024-01-03'), (3, 'a/b', date'2024-01-02')"
+    with extension_on(spark):
+        spark.sql(f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(folder)} as {rows}")
+        read = spark.sql(f"select * from {contracts.FOLDER_READ_FUNCTION}({_folder_sql(folder)})")
+        assert read.schema.simpleString() == "struct<k:int,p:string,d:date>"
+        got = sorted(tuple(r) for r in read.collect())
+    assert got == sorted(tuple(r) for r in spark.sql(rows).collect())
 
 
 @pytest.mark.parametrize("file_format", ["parquet", "orc"])
 def test_the_footer_listing_is_what_a_scan_counts(spark, tmp_path, file_format):
-    """The extension's table function (the check's rows per file with the
-    extension) gives, file for file, the URI, partition values and rows a
-    scan counting rows per input_file_name() gives: for string values
-    Spark's folder names escape, NULL, dates, timestamps and numbers."""
+    """The extension's table function (the check's rows per file of a
+    bucketed folder) gives, file for file, the URI, partition values and
+    rows a scan of a table over the folder counting rows per
+    input_file_name() gives: for string values Spark's folder names escape,
+    NULL, dates, timestamps and numbers."""
     spark.sql("create database if not exists batched")
     table = f"batched.footers_{file_format}"
     spark.sql(
@@ -209,7 +211,6 @@ def test_the_footer_listing_is_what_a_scan_counts(spark, tmp_path, file_format):
     )
     values = ["a/b", "x=y", "50%", "a%2Fb", " lead", "é ü", "q?#*[]", None]
     with extension_on(spark):
-        assert spark.sql(f"{contracts.UNTRACK_STATEMENT} {table}").collect()[0][0] is True
         spark.createDataFrame(
             [(i, values[i % len(values)], i % 3) for i in range(200)], "v bigint, s string, k int"
         ).selectExpr(
@@ -220,11 +221,16 @@ def test_the_footer_listing_is_what_a_scan_counts(spark, tmp_path, file_format):
             "case when k = 2 then null else k - 1 end as n",
         ).repartition(3).write.insertInto(table)
         spark.sql(f"refresh table {table}")
-        listed = spark.sql(
-            f"select file, partition_values, rows from {contracts.TABLE_FILES_FUNCTION}('{table}')"
-        ).collect()
+        folder = {
+            "location": f"{tmp_path}/f",
+            "format": file_format,
+            "columns": [["v", "bigint"], ["s", "string"], ["d", "date"], ["ts", "timestamp"], ["n", "int"]],
+            "partition_by": ["S", "d", "ts", "n"],
+        }
+        function = f"{contracts.TABLE_FILES_FUNCTION}({sql_string(json.dumps(folder))})"
+        listed = spark.sql(f"select file, partition_values, rows from {function}").collect()
         # Analyzed and run in the driver: no Spark job.
-        plan = spark.sql(f"select * from {contracts.TABLE_FILES_FUNCTION}('{table}')")._jdf.queryExecution()
+        plan = spark.sql(f"select * from {function}")._jdf.queryExecution()
         assert "LocalTableScan" in plan.executedPlan().toString()
     scanned = spark.sql(
         "select input_file_name() as file, array(cast(s as string), cast(d as string), cast(ts as string), "
@@ -233,6 +239,59 @@ def test_the_footer_listing_is_what_a_scan_counts(spark, tmp_path, file_format):
     assert len(listed) >= 8 * 3
     assert sorted(map(tuple, listed)) == sorted(map(tuple, scanned))
     assert sum(r.rows for r in listed) == 200
+
+
+@pytest.mark.parametrize("file_format", ["parquet", "orc"])
+def test_the_folder_write_writes_what_an_insert_into_the_bucketed_table_writes(spark, tmp_path, file_format):
+    """The extension's folder write gives the files an INSERT INTO a bucketed
+    table of the same description gives: one file per (partition, bucket)
+    with the same bucket in its name, the same rows in each, each sorted by
+    sorted_by. It takes the query's columns by position as an INSERT does
+    (casting an int to the folder's bigint), finds columns in any case,
+    and refuses a folder that exists, leaving it as it was."""
+    spark.sql("create database if not exists batched")
+    table = f"batched.written_{file_format}"
+    spark.sql(
+        f"create table {table} (k int, v bigint, s string, d date) using {file_format} options (maxRecordsPerFile '0') "
+        f"partitioned by (d) clustered by (k) sorted by (s) into 4 buckets location '{tmp_path}/t'"
+    )
+    rows = (
+        "select cast(id % 50 - 20 as int) as k, cast(id as int) as v, cast(id * 7919 % 601 as string) as s, "
+        "date_add(date'2024-01-01', cast(id % 3 as int)) as d from range(0, 600, 1, 3)"
+    )
+    routed = f"select k, v, s, d from (select /*+ REPARTITION(d, b) */ *, pmod(hash(k), 4) as b from ({rows}) r) x"
+    folder = {
+        "location": f"{tmp_path}/f",
+        "format": file_format,
+        "columns": [["k", "int"], ["v", "bigint"], ["s", "string"], ["d", "date"]],
+        "partition_by": ["D"],
+        "clustered_by": ["K"],
+        "sorted_by": ["S"],
+        "buckets": 4,
+    }
+    spark.sql(f"create or replace temporary view written_rows as {routed}")
+    spark.sql(f"insert into {table} partition (d) select * from written_rows")
+    write = f"{contracts.WRITE_FOLDER_STATEMENT} {sql_string(json.dumps(folder))} as select * from written_rows"
+    with extension_on(spark):
+        spark.sql(f"/* dbt's comment */ {write}")
+
+    def files(root) -> dict:
+        """{(partition folder, bucket in the name): [rows of the file, in file order]}."""
+        out = {}
+        for path in sorted(root.glob("d=*/part-*")):
+            got = spark.read.format(file_format).load(str(path)).collect()
+            out[(path.parent.name, int(re.search(r"_(\d+)\.c\d+", path.name).group(1)))] = [tuple(r) for r in got]
+        return out
+
+    written, inserted = files(tmp_path / "f"), files(tmp_path / "t")
+    assert len(written) == 3 * 4
+    assert {key: sorted(r) for key, r in written.items()} == {key: sorted(r) for key, r in inserted.items()}
+    for key, got in written.items():
+        assert [r[2] for r in got] == sorted(r[2] for r in got), key
+    assert spark.read.format(file_format).load(f"{tmp_path}/f").schema["v"].dataType.simpleString() == "bigint"
+    with extension_on(spark), pytest.raises(Exception, match="PATH_ALREADY_EXISTS"):
+        spark.sql(write)
+    assert files(tmp_path / "f") == written
 
 
 def _statement_sql(statement: str, table: str, payload: list) -> str:

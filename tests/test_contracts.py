@@ -60,12 +60,12 @@ def test_switch_statement_agrees():
     assert _macro_return_string("switch_statement") == contracts.SWITCH_STATEMENT
     assert _scala_vals()["DeleteStatement"] == contracts.DELETE_STATEMENT
     assert _macro_return_string("delete_statement") == contracts.DELETE_STATEMENT
-    assert _scala_vals()["UntrackStatement"] == contracts.UNTRACK_STATEMENT
-    assert _macro_return_string("untrack_statement") == contracts.UNTRACK_STATEMENT
-    assert _scala_vals()["FolderPartitionsStatement"] == contracts.FOLDER_PARTITIONS_STATEMENT
-    assert _macro_return_string("folder_partitions_statement") == contracts.FOLDER_PARTITIONS_STATEMENT
+    assert _scala_vals()["WriteFolderStatement"] == contracts.WRITE_FOLDER_STATEMENT
+    assert _macro_return_string("write_folder_statement") == contracts.WRITE_FOLDER_STATEMENT
     assert _scala_vals()["TableFilesFunction"] == contracts.TABLE_FILES_FUNCTION
     assert _macro_return_string("table_files_function") == contracts.TABLE_FILES_FUNCTION
+    assert _scala_vals()["FolderReadFunction"] == contracts.FOLDER_READ_FUNCTION
+    assert _macro_return_string("folder_read_function") == contracts.FOLDER_READ_FUNCTION
 
 
 def test_hive_hash_types_agree():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.dbt_project import DbtProject, node_messages
-from harness.spark import describe, extension_on
+from harness.spark import describe, extension_on, table_location
 from spark_bucketing import contracts
 from tests.support.layout import check_layout
 
@@ -169,14 +169,14 @@ def test_layout_check_rejects_a_broken_write_and_keeps_the_old_table(spark, dbt_
     assert not _exists(spark, schema, f"{name}__dbt_tmp")
 
 
-def test_with_the_extension_the_check_rejects_a_broken_write_of_an_untracked_side_entry(
+def test_with_the_extension_the_check_rejects_a_broken_write_of_a_bucketed_folder(
     spark, dbt_project, broken_writer_project
 ):
-    """With the session extension, a Spark-hash incremental run's side entry
-    keeps its partitions in its folders, and the check takes each file's
-    rows from its footer: it still finds the extra files of a writer that
-    does not distribute, and the run publishes nothing and leaves no side
-    entry."""
+    """With the session extension, a Spark-hash incremental run writes its
+    partitions into a folder with no catalog entry, and the check takes each
+    file's rows from its footer: it still finds the extra files of a writer
+    that does not distribute, and the run publishes nothing and leaves no
+    side entry and no written folder."""
     schema = dbt_project.schema
     name = "untracked_checked"
     config = {
@@ -199,9 +199,11 @@ def test_with_the_extension_the_check_rejects_a_broken_write_of_an_untracked_sid
         result = broken_writer_project.dbt("run", "--select", name, statements=statements)
     message = node_messages(result)[name]
     assert "broke its bucket layout" in message and "3 files for bucket" in message
-    assert [s for s in statements if contracts.UNTRACK_STATEMENT in s.lower()]
+    assert [s for s in statements if contracts.WRITE_FOLDER_STATEMENT in s.lower()]
     # The check took each file's rows from its footer, through the extension.
     (check,) = [s for s in statements if "__sb_file_bucket" in s]
     assert f"{contracts.TABLE_FILES_FUNCTION}(" in check and "input_file_name()" not in check
     assert sorted(spark.table(f"{schema}.{name}").collect()) == before
     assert not _exists(spark, schema, f"{name}__dbt_incr")
+    runs = table_location(spark, f"{schema}.{name}") / "_bucketing"
+    assert not runs.exists() or not [p for p in runs.iterdir() if list(p.rglob("*.parquet"))]

@@ -2,10 +2,20 @@
     the files and rows it holds, read by scans that read no data column. -#}
 
 {% macro table_files_function() %}
-  {#- The session extension's table function: a table's files with the rows
-      their footers state; tied to TableFilesFunction in scala/Contracts.scala. -#}
+  {#- The session extension's table function: a bucketed folder's files with
+      the rows their footers state; tied to TableFilesFunction in
+      scala/Contracts.scala. -#}
   {{ return('spark_bucketing_files') }}
 {% endmacro %}
+
+{% macro folder_files_sql(folder, partition_by) -%}
+  {#- files_sql's rows of a bucketed folder (write_folder's description),
+      from its listing and its files' footers, through the session
+      extension's table function: no Spark job. -#}
+  select file as __sb_file, rows as __sb_rows
+         {%- for p in partition_by %}, partition_values[{{ loop.index0 }}] as __sb_p{{ loop.index0 }}{% endfor %}
+  from {{ spark_bucketing.table_files_function() }}({{ spark_bucketing.sql_string(tojson(folder)) }})
+{%- endmacro %}
 
 {% macro file_dir_expr(file_expr='input_file_name()') -%}
   {#- The folder of a file (`file_expr`, an input_file_name() value) as a

@@ -32,24 +32,23 @@
     from ({{ files_sql }}) as __sb_listing
 {%- endmacro %}
 
-{% macro footer_files_sql(relation, partition_by, groups, listing) -%}
-  {#- counted_files_sql's rows from the files' footers, through the session
-      extension's table function: a row per file, its computed buckets NULL. -#}
+{% macro footer_files_sql(folder, partition_by, groups, listing) -%}
+  {#- counted_files_sql's rows of a bucketed folder (write_folder's
+      description) from its files' footers: a row per file, its computed
+      buckets NULL. -#}
     select __sb_file
-      {%- for p in partition_by %}, __sb_values[{{ loop.index0 }}] as __sb_p{{ loop.index0 }}{% endfor %}
+      {%- for p in partition_by %}, __sb_p{{ loop.index0 }}{% endfor %}
       {%- for spec, _ in groups %}, cast(null as int) as __sb_b{{ loop.index0 }}{% endfor %},
       {{ 'cast(0 as bigint)' if listing else '__sb_rows' }} as __sb_listed, __sb_rows as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted,
       false as __sb_other
-    from (
-      select file as __sb_file, partition_values as __sb_values, rows as __sb_rows
-      from {{ spark_bucketing.table_files_function() }}({{ spark_bucketing.sql_string(relation | string) }})
-    ) as __sb_footers
+    from ({{ spark_bucketing.folder_files_sql(folder, partition_by) }}) as __sb_footers
 {%- endmacro %}
 
 {% macro counted_files_sql(relation, partition_by, groups, listing, reads='rows') -%}
   {#- layout_sql's rows per (file, computed bucket of each spec group),
       aggregated in the scan's stage. `reads` (layout_sql) other than
-      'rows': per file, the computed buckets NULL (no data column read). -#}
+      'rows': per file, the computed buckets NULL (no data column read);
+      'footers': `relation` is a bucketed folder (write_folder). -#}
   {%- if reads == 'footers' -%}{{ return(spark_bucketing.footer_files_sql(relation, partition_by, groups, listing)) }}{%- endif -%}
   {%- set rehash = reads == 'rows' -%}
     select input_file_name() as __sb_file
@@ -104,7 +103,8 @@
       'files' (a write whose buckets and order Spark's writer makes,
       check_recomputes_buckets) the structure only, the rows per file
       counted by a scan that reads no data column; 'footers' the same, the
-      rows per file from the files' footers (footer_files_sql). -#}
+      rows per file from the files' footers (footer_files_sql), of a bucketed
+      folder (write_folder's description) given as `relation`. -#}
   {%- set parts = [spark_bucketing.counted_files_sql(relation, partition_by, groups, listing, reads)] -%}
   {%- if listing -%}
     {%- do parts.append(spark_bucketing.listed_files_sql(spark_bucketing.files_sql(relation, partition_by), partition_by, groups, 'false')) -%}

@@ -3,19 +3,10 @@
     from the catalog (SHOW PARTITIONS), which spell them the same way (Spark
     escapes / = : % ' \ # ? [ ] * and control characters as %XX). -#}
 
-{% macro folder_partitions_statement() %}
-  {#- The session extension's statement that lists the partitions of a table
-      that keeps them in its folders only (untrack_partitions); tied to
-      FolderPartitionsStatement in scala/Contracts.scala. -#}
-  {{ return('spark_bucketing show folder partitions') }}
-{% endmacro %}
-
-{% macro catalog_partitions(relation, from_folders=false) %}
-  {#- The partitions the catalog lists: {path: {column: value}} (SHOW
-      PARTITIONS); with `from_folders`, those of a table that keeps them in
-      its folders only, as a scan of it finds them there. -#}
+{% macro catalog_partitions(relation) %}
+  {#- The partitions the catalog lists: {path: {column: value}} (SHOW PARTITIONS). -#}
   {%- set out = {} -%}
-  {%- for row in run_query((spark_bucketing.folder_partitions_statement() if from_folders else 'show partitions') ~ ' ' ~ relation) -%}
+  {%- for row in run_query('show partitions ' ~ relation) -%}
     {%- set values = {} -%}
     {%- for part in row[0].split('/') -%}
       {%- set name, value = part.split('=', 1) -%}

@@ -6,19 +6,19 @@
   {%- if plan.whole -%}
     {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, plan.content, run.existing, run.info, plan.accounting) -%}
   {%- else -%}
-    {%- do published.update(spark_bucketing.publish_partitions(rels, run.info, run.meta, run.spec, run.columns, plan)) -%}
+    {%- do published.update(spark_bucketing.publish_partitions(rels, run.info, run.meta, run.spec, run.columns, plan, run.extension)) -%}
   {%- endif -%}
   {%- set obsolete = published.obsolete -%}
-  {%- if plan.staged -%}
+  {%- if plan.staged is not none -%}
     {#- After a rebuild the staged rows may be gone already, with the old table's folder. -#}
-    {%- do adapter.drop_relation(rels.new) -%}
+    {%- if plan.staged.relation is not none -%}{%- do adapter.drop_relation(plan.staged.relation) -%}{%- endif -%}
     {%- do obsolete.append(plan.stage_location) -%}
   {%- endif -%}
   {#- One batch: the replaced partition folders and the staged rows, all
-      inside the table's folder. Through the session extension when the
-      switch went through it; else (and after a rebuild, which may have
-      moved the table's folder) through the scratch table. -#}
-  {%- if published.batched -%}
+      inside the table's folder. Through the session extension where it is
+      active; else (and after a rebuild, which may have moved the table's
+      folder) through the scratch table. -#}
+  {%- if run.extension and not plan.whole -%}
     {%- do spark_bucketing.delete_table_folders(rels.target, obsolete) -%}
   {%- else -%}
     {%- do spark_bucketing.delete_locations(obsolete, rels.scratch) -%}

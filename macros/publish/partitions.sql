@@ -1,19 +1,17 @@
 {#- Publishing partitions into an existing table: write them under the
-    table's folder in _bucketing/<run>, verify them, switch the table's
-    partitions to them and record them, then declare the spec the
-    partitions agree on. Reads only the partitions it writes. -#}
+    table's folder in _bucketing/<run> (write_partitions), verify them,
+    switch the table's partitions to them and record them, then declare the
+    spec the partitions agree on. Reads only the partitions it writes. -#}
 
-{% macro replacement_scope(rels, spec, replaced_partitions, extension, untracked) %}
-  {#- What a write replaces, from the catalog: {'listed': the side entry's
-      partitions, 'catalog': the table's, 'emptied': paths of replaced
-      partitions (static partitions, a merge's scope) the new rows left
-      empty, 'batched': whether the switch goes through the session
+{% macro replacement_scope(rels, spec, replaced_partitions, extension, listed) %}
+  {#- What a write replaces, from the catalog: {'listed': the written
+      partitions, {path: values}, 'catalog': the table's, 'emptied': paths
+      of replaced partitions (static partitions, a merge's scope) the new
+      rows left empty, 'batched': whether the switch goes through the session
       extension (`extension`: it is active; it reports the folders it
-      replaces), 'other': a
-      files_sql of the replaced partitions whose folders are wanted (all of
-      them, or with 'batched' the emptied ones), or none}. `untracked`:
-      the side entry keeps its partitions in its folders only. -#}
-  {%- set listed = spark_bucketing.catalog_partitions(rels.incr, from_folders=untracked) -%}
+      replaces), 'other': a files_sql of the replaced partitions whose
+      folders are wanted (all of them, or with 'batched' the emptied ones),
+      or none}. -#}
   {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
   {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
   {%- set emptied = [] -%}
@@ -31,19 +29,51 @@
              'other': spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none}) }}
 {% endmacro %}
 
-{% macro verify_partitions(rels, spec, location, scope, accounting, untracked) %}
+{% macro write_partitions(rels, spec, columns, plan, location, extension) %}
+  {#- Writes the plan's rows under `location`: into a bucketed folder with
+      no catalog entry where the session extension can (writes_folders),
+      else through the side table rels.incr. Returns what was written:
+      {'relation': the side table or none, 'folder': the folder's
+      description or none}. -#}
+  {%- if spark_bucketing.writes_folders(spec, extension) -%}
+    {%- set folder = spark_bucketing.folder_description(location, spec.file_format, columns, spec.partition_by,
+        spec.clustered_by, spec.sorted_by or [], spec.buckets) -%}
+    {%- do spark_bucketing.write_folder(folder, spark_bucketing.bucketed_write_sql(spec, columns, plan.content, plan.bucketed_rows)) -%}
+    {{ return({'relation': none, 'folder': folder}) }}
+  {%- endif -%}
+  {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows) -%}
+  {{ return({'relation': rels.incr, 'folder': none}) }}
+{% endmacro %}
+
+{% macro verify_partitions(rels, spec, location, written, plan, extension) %}
   {#- Every check of the written partitions before anything is published,
-      from one query (the replaced partitions' folders are listed by it too):
-      {'stats': the written partitions, 'replaced': {path: stats of the folder it replaces}}.
-      `untracked`: the side entry keeps its partitions in its folders. -#}
-  {%- set checked = spark_bucketing.verify_write(rels.incr, spec, location, rels, scope.other, untracked) -%}
-  {%- do spark_bucketing.check_side_partitions(rels, location, checked.stats, scope.listed) -%}
-  {%- if accounting is not none -%}
-    {%- do spark_bucketing.check_row_accounting(rels.incr, location, rels, spec.partition_by, checked.stats, accounting) -%}
+      and what they replace: {'stats': the written partitions, 'scope':
+      replacement_scope, 'replaced': {path: stats of the folder it
+      replaces}}. A side table's partitions come from its catalog, and the
+      replaced partitions' folders are listed by the check's query. A
+      bucketed folder's partitions are those the check finds (its listing
+      and footers, no Spark job); the replaced folders the switch does not
+      report (emptied partitions) are listed by a query of their own. -#}
+  {%- if written.folder is not none -%}
+    {%- set checked = spark_bucketing.verify_write(written, spec, location, rels) -%}
+    {%- set listed = {} -%}
+    {%- for s in checked.stats -%}{%- do listed.update({s.path: s['values']}) -%}{%- endfor -%}
+    {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, listed) -%}
+    {%- do spark_bucketing.check_side_partitions(written, rels, location, checked.stats, none) -%}
+    {%- set other = spark_bucketing.folder_stats(run_query(spark_bucketing.with_folders_sql(scope.other, spec.partition_by | length)), spec.partition_by)
+        if scope.other is not none else [] -%}
+  {%- else -%}
+    {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, spark_bucketing.catalog_partitions(written.relation)) -%}
+    {%- set checked = spark_bucketing.verify_write(written, spec, location, rels, scope.other) -%}
+    {%- do spark_bucketing.check_side_partitions(written, rels, location, checked.stats, scope.listed) -%}
+    {%- set other = checked.other -%}
+  {%- endif -%}
+  {%- if plan.accounting is not none -%}
+    {%- do spark_bucketing.check_row_accounting(written, location, rels, spec.partition_by, checked.stats, plan.accounting) -%}
   {%- endif -%}
   {%- set replaced = {} -%}
-  {%- for s in checked.other -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
-  {{ return({'stats': checked.stats, 'replaced': replaced}) }}
+  {%- for s in other -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
+  {{ return({'stats': checked.stats, 'scope': scope, 'replaced': replaced}) }}
 {% endmacro %}
 
 {% macro undeclare_other_spec(rels, info, spec) %}
@@ -99,19 +129,16 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro publish_partitions(rels, info, meta, spec, columns, plan) %}
-  {#- `plan`: a strategy's plan (strategies/). Returns {'obsolete': the
+{% macro publish_partitions(rels, info, meta, spec, columns, plan, extension) %}
+  {#- `plan`: a strategy's plan (strategies/); `extension`: whether the
+      session extension is active (extension_active). Returns {'obsolete': the
       replaced folders inside the table's folder, for the caller to delete
       once everything is published, 'batched': whether the switch went
       through the session extension}. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
-  {%- set extension = spark_bucketing.extension_active() -%}
-  {#- With the extension, the side entry's partitions stay out of the
-      metastore: the write adds none and the drop deletes none (a metastore
-      row each, seconds on a backfill of hundreds). -#}
-  {%- set untracked = spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows, untrack=extension) -%}
-  {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, untracked) -%}
-  {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, scope, plan.accounting, untracked) -%}
+  {%- set written = spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
+  {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
+  {%- set scope = checked.scope -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- set declared = spark_bucketing.undeclare_other_spec(rels, info, spec) -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
@@ -119,7 +146,7 @@
   {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
   {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied, scope.catalog) -%}
-  {%- do adapter.drop_relation(rels.incr) -%}
+  {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
   {%- do spark_bucketing.converge(rels, spec, spark_bucketing.published_state(meta, scope, checked.stats, written_props, declared)) -%}
   {%- set obsolete = [] -%}

@@ -10,9 +10,10 @@
   {#- The free folder may hold an older build whose partitions the new one would not overwrite. -#}
   {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.tmp, spec, columns, sql, location) -%}
-  {%- set stats = spark_bucketing.verify_write(rels.tmp, spec, location, rels).stats -%}
+  {%- set written = {'relation': rels.tmp, 'folder': none} -%}
+  {%- set stats = spark_bucketing.verify_write(written, spec, location, rels).stats -%}
   {%- if accounting is not none -%}
-    {%- do spark_bucketing.check_row_accounting(rels.tmp, location, rels, spec.partition_by, stats, accounting) -%}
+    {%- do spark_bucketing.check_row_accounting(written, location, rels, spec.partition_by, stats, accounting) -%}
   {%- endif -%}
   {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats, accounting)) -%}
   {%- do spark_bucketing.checkpoint('before_swap') -%}

@@ -1,39 +1,74 @@
 {#- Writing rows: a bucketed write (one file per bucket per partition) into a
     new or emptied folder, and the staging of a model's rows. -#}
 
-{% macro untrack_statement() %}
-  {#- The session extension's statement that makes a new table keep its
-      partitions in its folders only; tied to UntrackStatement in
+{% macro write_folder_statement() %}
+  {#- The session extension's statement that writes a query's rows into a
+      bucketed folder with no catalog entry; tied to WriteFolderStatement in
       scala/Contracts.scala. -#}
-  {{ return('spark_bucketing untrack partitions') }}
+  {{ return('spark_bucketing write folder') }}
 {% endmacro %}
 
-{% macro untrack_partitions(relation) %}
-  {#- Through the session extension: the new, empty `relation` keeps its
-      partitions in its folders only, so that its write adds no partition to
-      the metastore (one metastore row per partition) and its drop deletes
-      none. Returns whether it does: a Hive-format table's partitions stay
-      in the metastore. -#}
-  {{ return(run_query(spark_bucketing.untrack_statement() ~ ' ' ~ relation)[0][0]) }}
+{% macro bucketed_write_sql(spec, columns, sql, bucketed_rows) -%}
+  {#- The rows of `sql` as a bucketed write takes them, in table order:
+      routed (distributed_select_sql), or as they are where each bucket's
+      rows are in one task already (`bucketed_rows`). -#}
+  {%- if bucketed_rows -%}
+    select {{ spark_bucketing.quoted(spark_bucketing.partition_columns_last(columns.keys() | list, spec.partition_by)) | join(', ') }} from ({{ sql }}) as __sb_bucketed
+  {%- else -%}
+    {{ spark_bucketing.distributed_select_sql(spec, columns, sql) }}
+  {%- endif -%}
+{%- endmacro %}
+
+{% macro writes_folders(spec, extension) %}
+  {#- Whether a run writes its partitions through the session extension
+      (`extension`: extension_active) into a bucketed folder with no catalog
+      entry (write_folder), rather than through a side table: a partitioned
+      Spark-hash table (the Hive hash is written by Spark's Hive writer,
+      which needs a Hive table). -#}
+  {{ return(extension and spec.partition_by | length > 0 and spec.bucket_hash != 'hive') }}
 {% endmacro %}
 
-{% macro build_bucketed_relation(relation, spec, columns, sql, location, bucketed_rows=false, untrack=false) %}
+{% macro folder_description(location, file_format, columns, partition_by, clustered_by=[], sorted_by=[], buckets=0) %}
+  {#- A folder described as a table would be, for the session extension's
+      folder statement and functions: {location, format, columns: [[name,
+      type]] in table order (partition columns last), partition_by,
+      clustered_by, sorted_by, buckets (0: unbucketed)}. -#}
+  {%- set pairs = [] -%}
+  {%- for name in spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
+    {%- do pairs.append([name, columns[name]]) -%}
+  {%- endfor -%}
+  {{ return({'location': location, 'format': file_format, 'columns': pairs, 'partition_by': partition_by,
+             'clustered_by': clustered_by, 'sorted_by': sorted_by, 'buckets': buckets}) }}
+{% endmacro %}
+
+{% macro write_folder(folder, sql) %}
+  {#- Through the session extension: writes the rows of `sql` (in the
+      folder's column order) into the new folder `folder` describes
+      (folder_description) as an INSERT INTO a table of that description
+      at that folder writes them (for a bucketed one the same files, one per
+      bucket per partition, no row limit per file), with no catalog entry:
+      no side table to create and drop, no partition added to the
+      metastore. The statement refuses a folder that exists. Returns
+      `folder`. -#}
+  {%- call statement('main') -%}
+    {{ spark_bucketing.write_folder_statement() }} {{ spark_bucketing.sql_string(tojson(folder)) }} as
+    {{ sql }}
+  {%- endcall -%}
+  {{ return(folder) }}
+{% endmacro %}
+
+{% macro build_bucketed_relation(relation, spec, columns, sql, location, bucketed_rows=false) %}
   {#- Creates `relation` at `location` and fills it with one file per
       (partition, bucket). The folder is new or emptied, so a plain INSERT
       INTO writes it: the session's partitionOverwriteMode (which other
       models, such as dbt-spark's insert_overwrite, set) plays no part, and
       no session setting is changed. `bucketed_rows`: `sql` already holds
       each bucket's rows in one task (merge_output_is_bucketed), so they are
-      written as they are, without the routed shuffle. `untrack` (with the
-      session extension): a partitioned datasource table keeps its
-      partitions in its folders only. Returns whether it does. -#}
+      written as they are, without the routed shuffle. -#}
   {%- if spec.bucket_hash == 'hive' -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
   {%- call statement('spark_bucketing_create') -%}
     {{ spark_bucketing.create_bucketed_table_sql(relation, spec, columns, location) }}
   {%- endcall -%}
-  {#- A Hive-format table (the Hive hash) cannot be untracked: no statement for it. -#}
-  {%- set untracked = untrack and spec.partition_by | length > 0 and spec.bucket_hash != 'hive'
-      and spark_bucketing.untrack_partitions(relation) -%}
   {%- if spec.bucket_hash == 'hive' -%}
     {#- Spark writes a Hive Parquet/ORC table through its own writer, which
         takes the table's serde properties as write options. -#}
@@ -44,24 +79,33 @@
   {%- call statement('main') -%}
     insert into table {{ relation }}
     {%- if spec.partition_by %} partition ({{ spark_bucketing.quoted(spec.partition_by) | join(", ") }}){% endif %}
-    {%- if bucketed_rows %}
-    select {{ spark_bucketing.quoted(spark_bucketing.partition_columns_last(columns.keys() | list, spec.partition_by)) | join(', ') }} from ({{ sql }}) as __sb_bucketed
-    {%- else %}
-    {{ spark_bucketing.distributed_select_sql(spec, columns, sql) }}
-    {%- endif %}
+    {{ spark_bucketing.bucketed_write_sql(spec, columns, sql, bucketed_rows) }}
   {%- endcall -%}
-  {{ return(untracked) }}
 {% endmacro %}
 
-{% macro stage_new_rows(relation, columns, sql, location, partition_by, untrack=false) %}
-  {#- Runs the model's query once into a plain side table at `location`,
-      partitioned as the table is, so the catalog lists the partitions the
-      new rows fall in (staged_partitions) without reading them. The folder
-      is new: INSERT INTO, whatever the session's partitionOverwriteMode.
-      `untrack` (with the session extension): the side table keeps its
-      partitions in its folders only (untrack_partitions). Returns whether
-      it does. -#}
+{% macro folder_read_function() %}
+  {#- The session extension's table function: a folder's rows, read as a
+      table of its description reads them; tied to FolderReadFunction in
+      scala/Contracts.scala. -#}
+  {{ return('spark_bucketing_folder') }}
+{% endmacro %}
+
+{% macro stage_new_rows(relation, columns, sql, location, partition_by, extension) %}
+  {#- Runs the model's query once into `location`, partitioned as the table
+      is. The folder is new: INSERT INTO, whatever the session's
+      partitionOverwriteMode. With the session extension (`extension`:
+      extension_active) it is a folder with no catalog entry (write_folder),
+      read through the extension's table function; else the plain side
+      table `relation`. Returns {'source': what a query reads the staged
+      rows from, 'relation': the side table or none, 'folder': the folder's
+      description or none}. -#}
   {%- set ordered = spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
+  {%- set rows_sql = 'select ' ~ (spark_bucketing.quoted(ordered) | join(', ')) ~ ' from (' ~ sql ~ ') as __sb_model' -%}
+  {%- if extension -%}
+    {%- set folder = spark_bucketing.write_folder(spark_bucketing.folder_description(location, 'parquet', columns, partition_by), rows_sql) -%}
+    {{ return({'source': spark_bucketing.folder_read_function() ~ '(' ~ spark_bucketing.sql_string(tojson(folder)) ~ ')',
+               'relation': none, 'folder': folder}) }}
+  {%- endif -%}
   {%- call statement('spark_bucketing_stage') -%}
     create table {{ relation }} (
     {%- for name in ordered %}
@@ -71,18 +115,31 @@
     {%- if partition_by %} partitioned by ({{ spark_bucketing.quoted(partition_by) | join(', ') }}){% endif %}
     location {{ spark_bucketing.sql_string(location) }}
   {%- endcall -%}
-  {%- set untracked = untrack and partition_by | length > 0 and spark_bucketing.untrack_partitions(relation) -%}
   {%- call statement('spark_bucketing_stage_rows') -%}
     insert into table {{ relation }}
     {%- if partition_by %} partition ({{ spark_bucketing.quoted(partition_by) | join(', ') }}){% endif %}
-    select {{ spark_bucketing.quoted(ordered) | join(', ') }} from ({{ sql }}) as __sb_model
+    {{ rows_sql }}
   {%- endcall -%}
-  {{ return(untracked) }}
+  {{ return({'source': relation | string, 'relation': relation, 'folder': none}) }}
 {% endmacro %}
 
-{% macro staged_partitions(relation, untracked=false) %}
-  {#- The partition values the staged new rows fall in, from the catalog (or
-      the folders of an `untracked` side table): [{column: value as string,
-      or none for NULL}]. -#}
-  {{ return(spark_bucketing.catalog_partitions(relation, from_folders=untracked).values() | list) }}
+{% macro staged_partitions(staged, partition_by) %}
+  {#- The partition values the staged new rows fall in (`staged`:
+      stage_new_rows), without reading the rows: from the side table's
+      catalog, or from the folder's listing (its files' footers, no Spark
+      job): [{column: value as string, or none for NULL}]. -#}
+  {%- if staged.folder is none -%}
+    {{ return(spark_bucketing.catalog_partitions(staged.relation).values() | list) }}
+  {%- endif -%}
+  {%- set cols = [] -%}
+  {%- for p in partition_by -%}{%- do cols.append('__sb_p' ~ loop.index0) -%}{%- endfor -%}
+  {#- A row per file, deduplicated here: a DISTINCT would be a Spark job. -#}
+  {%- set out = {} -%}
+  {%- for row in (run_query('select ' ~ (cols | join(', ')) ~ ' from ('
+      ~ spark_bucketing.folder_files_sql(staged.folder, partition_by) ~ ') as __sb_staged') if cols else []) -%}
+    {%- set values = {} -%}
+    {%- for p in partition_by -%}{%- do values.update({p: row[loop.index0]}) -%}{%- endfor -%}
+    {%- do out.update({tojson(values): values}) -%}
+  {%- endfor -%}
+  {{ return(out.values() | list) }}
 {% endmacro %}

@@ -15,14 +15,15 @@
     {%- endset -%}
     {{ return(spark_bucketing.strategy_plan(run, whole, content)) }}
   {%- endif -%}
-  {#- The new rows are staged, so that the catalog names the partitions they
-      touch: a literal filter, and Spark reads only those partitions of the table. -#}
-  {%- set touched = spark_bucketing.stage(rels, run, run.columns, true) -%}
+  {#- The new rows are staged, so that their catalog entry (or folder) names
+      the partitions they touch: a literal filter, and Spark reads only those
+      partitions of the table. -#}
+  {%- set staged = spark_bucketing.stage(rels, run, run.columns, true) -%}
   {%- set content -%}
-    select {{ cols }} from {{ rels.new }}
+    select {{ cols }} from {{ staged.source }}
     union all
     select {{ cols }} from {{ run.existing }}
-    where {{ spark_bucketing.partition_match(run.spec.partition_by, touched) }}
+    where {{ spark_bucketing.partition_match(run.spec.partition_by, staged.partitions) }}
   {%- endset -%}
-  {{ return(spark_bucketing.strategy_plan(run, whole, content, staged=true, replaced_partitions=run.incr.partitions)) }}
+  {{ return(spark_bucketing.strategy_plan(run, whole, content, staged=staged, replaced_partitions=run.incr.partitions)) }}
 {% endmacro %}

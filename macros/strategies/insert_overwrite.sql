@@ -14,14 +14,14 @@
   {#- A rebuild of a partitioned table keeps the partitions the new rows do
       not touch. The new rows are read twice (to know which partitions they
       touch), so they are staged: the model's query runs once. -#}
-  {%- do spark_bucketing.stage(rels, run, run.columns, false) -%}
+  {%- set staged = spark_bucketing.stage(rels, run, run.columns, false) -%}
   {%- set cols = spark_bucketing.quoted(run.columns.keys() | list) | join(', ') -%}
   {%- set content -%}
     select {{ cols }} from {{ run.existing }} as __sb_old
-    left anti join (select distinct {{ keys | join(', ') }} from {{ rels.new }}) as __sb_touched
+    left anti join (select distinct {{ keys | join(', ') }} from {{ staged.source }}) as __sb_touched
       on {% for k in keys %}__sb_old.{{ k }} <=> __sb_touched.{{ k }}{{ ' and ' if not loop.last }}{% endfor %}
     union all
-    select {{ cols }} from {{ rels.new }}
+    select {{ cols }} from {{ staged.source }}
   {%- endset -%}
-  {{ return(spark_bucketing.strategy_plan(run, whole, content, staged=true, replaced_partitions=run.incr.partitions)) }}
+  {{ return(spark_bucketing.strategy_plan(run, whole, content, staged=staged, replaced_partitions=run.incr.partitions)) }}
 {% endmacro %}

@@ -3,21 +3,21 @@
     its row accounting. Bad new rows fail the run with only the staged rows
     written, and those dropped. -#}
 
-{% macro merge_input_error(rels, location, config_name, problem, fix) %}
+{% macro merge_input_error(rels, staged, location, config_name, problem, fix) %}
   {#- Bad new rows: the staged rows are dropped, nothing else was written. -#}
-  {%- do adapter.drop_relation(rels.new) -%}
+  {%- if staged.relation is not none -%}{%- do adapter.drop_relation(staged.relation) -%}{%- endif -%}
   {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
   {%- do spark_bucketing.config_error(config_name, problem, fix) -%}
 {% endmacro %}
 
-{% macro check_new_keys(rels, location, merge) %}
+{% macro check_new_keys(rels, staged, location, merge) %}
   {#- Before anything is published: one new row per unique_key. Names up to 10 keys that repeat. -#}
   {%- set keys = spark_bucketing.quoted(merge.unique_key) | join(', ') -%}
-  {%- set rows = run_query('select ' ~ keys ~ ', count(*) as __sb_n from ' ~ rels.new ~ ' group by ' ~ keys ~ ' having count(*) > 1 limit 10') -%}
+  {%- set rows = run_query('select ' ~ keys ~ ', count(*) as __sb_n from ' ~ staged.source ~ ' group by ' ~ keys ~ ' having count(*) > 1 limit 10') -%}
   {%- if rows | length > 0 -%}
     {%- set found = [] -%}
     {%- for row in rows -%}{%- do found.append('(' ~ (row.values()[:-1] | join(', ')) ~ '): ' ~ row[-1] ~ ' rows') -%}{%- endfor -%}
-    {%- do spark_bucketing.merge_input_error(rels, location, 'unique_key', "the new rows repeat keys " ~ (merge.unique_key | join(', ')) ~ ", e.g. " ~ (found | join('; ')),
+    {%- do spark_bucketing.merge_input_error(rels, staged, location, 'unique_key', "the new rows repeat keys " ~ (merge.unique_key | join(', ')) ~ ", e.g. " ~ (found | join('; ')),
         "return one row per key, e.g. the latest change per key with row_number() over (partition by "
         ~ (merge.unique_key | join(', ')) ~ " order by <change time> desc) = 1") -%}
   {%- endif -%}
@@ -50,12 +50,12 @@
   {{ return(scope) }}
 {% endmacro %}
 
-{% macro check_deletes_exist(target, rels, location, merge, partition_by, scope) %}
+{% macro check_deletes_exist(target, rels, staged, location, merge, partition_by, scope) %}
   {#- merge_validate_deletes: every key marked for delete must match a row of the table. -#}
   {%- set keys = [] -%}
   {%- for k in spark_bucketing.quoted(merge.unique_key) -%}{%- do keys.append('DBT_INTERNAL_SOURCE.' ~ k) -%}{%- endfor -%}
   {%- set query -%}
-    select {{ keys | join(', ') }} from {{ rels.new }} as DBT_INTERNAL_SOURCE
+    select {{ keys | join(', ') }} from {{ staged.source }} as DBT_INTERNAL_SOURCE
     left anti join (select * from {{ target }}
                     {%- if scope is not none %} where {{ spark_bucketing.partition_match(partition_by, scope) }}{% endif %}) as DBT_INTERNAL_DEST
       on {{ spark_bucketing.key_match(merge) }}
@@ -66,7 +66,7 @@
   {%- if rows | length > 0 -%}
     {%- set found = [] -%}
     {%- for row in rows -%}{%- do found.append('(' ~ (row.values() | join(', ')) ~ ')') -%}{%- endfor -%}
-    {%- do spark_bucketing.merge_input_error(rels, location, 'merge_validate_deletes', "the new rows delete keys the table does not hold, e.g. " ~ (found | join(', ')),
+    {%- do spark_bucketing.merge_input_error(rels, staged, location, 'merge_validate_deletes', "the new rows delete keys the table does not hold, e.g. " ~ (found | join(', ')),
         "check the change feed, or set merge_validate_deletes=false to ignore deletes of missing keys") -%}
   {%- endif -%}
 {% endmacro %}

@@ -12,7 +12,8 @@
 {% macro incremental_run(rels, sql, spec, incr) %}
   {#- Checks the query and the existing table against the configs, repairs
       what a failed run left, and returns the run's context: {spec, incr,
-      merge, columns, new_sql, existing, info, meta, full_refresh, rebuild}. -#}
+      merge, columns, new_sql, existing, info, meta, full_refresh, rebuild,
+      extension (extension_active)}. -#}
   {%- set query_columns = spark_bucketing.query_columns(sql) -%}
   {%- set merge = spark_bucketing.merge_config(query_columns) if incr.strategy == 'merge' else none -%}
   {%- set columns = spark_bucketing.stored_columns(query_columns, merge) -%}
@@ -21,7 +22,8 @@
   {%- set existing = spark_bucketing.recover(rels) -%}
   {%- set info = spark_bucketing.table_info(existing) if existing is not none and existing.is_table else none -%}
   {%- set run = {'incr': incr, 'merge': merge, 'new_sql': new_sql, 'existing': existing, 'info': info, 'meta': none,
-                 'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec} -%}
+                 'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec,
+                 'extension': spark_bucketing.extension_active()} -%}
   {%- if not run.full_refresh -%}
     {#- The table's properties are read once per run. -#}
     {%- set meta = spark_bucketing.read_metadata(existing) -%}
@@ -38,10 +40,10 @@
   {{ return(run.info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id ~ '__new') }}
 {% endmacro %}
 
-{% macro strategy_plan(run, whole, content, staged=false, replaced_partitions=none, accounting=none, bucketed_rows=false) %}
+{% macro strategy_plan(run, whole, content, staged=none, replaced_partitions=none, accounting=none, bucketed_rows=false) %}
   {#- A strategy's plan, what publish_incremental needs: the rows to write
       (`content`), whether the table is rewritten `whole`, the `staged` rows
-      to drop afterwards, the partitions replaced even where the new rows
+      (stage) to drop afterwards, the partitions replaced even where the new rows
       leave them empty, a merge's row accounting, and whether `content`
       already holds each bucket's rows in one task. -#}
   {{ return({'content': content, 'whole': whole, 'staged': staged, 'stage_location': spark_bucketing.stage_location(run),
@@ -49,11 +51,15 @@
 {% endmacro %}
 
 {% macro stage(rels, run, columns, list_partitions) %}
-  {#- Runs the model's query once into rels.new; returns the partitions its
-      rows fall in when `list_partitions`, else none. -#}
-  {#- With the session extension the staged partitions stay out of the
-      metastore (a row each: seconds on a backfill of hundreds). -#}
-  {%- set untracked = spark_bucketing.stage_new_rows(rels.new, columns, run.new_sql, spark_bucketing.stage_location(run),
-      run.spec.partition_by, untrack=spark_bucketing.extension_active()) -%}
-  {{ return(spark_bucketing.staged_partitions(rels.new, untracked) if list_partitions else none) }}
+  {#- Runs the model's query once into the run's staging folder
+      (stage_new_rows); returns {'source', 'relation', 'folder'} of
+      stage_new_rows, and 'partitions': those its rows fall in when
+      `list_partitions`, else none. With the session extension the staged
+      rows have no catalog entry (a side table's create and drop, and a
+      metastore row per partition it writes: seconds on a backfill of
+      hundreds). -#}
+  {%- set staged = spark_bucketing.stage_new_rows(rels.new, columns, run.new_sql, spark_bucketing.stage_location(run),
+      run.spec.partition_by, run.extension) -%}
+  {%- do staged.update({'partitions': spark_bucketing.staged_partitions(staged, run.spec.partition_by) if list_partitions else none}) -%}
+  {{ return(staged) }}
 {% endmacro %}

@@ -30,12 +30,12 @@ EXTENSION_SWITCH = "spark_bucketing.extension.enabled"
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
 #: ... and deletes folders inside a table's folder in one statement.
 DELETE_STATEMENT = "spark_bucketing delete folders"
-#: ... makes a new table keep its partitions in its folders only (no metastore rows) ...
-UNTRACK_STATEMENT = "spark_bucketing untrack partitions"
-#: ... and lists such a table's partitions from its folders, as SHOW PARTITIONS would.
-FOLDER_PARTITIONS_STATEMENT = "spark_bucketing show folder partitions"
-#: The table function the extension adds: a table's files and the rows their footers state.
+#: ... writes a query's rows into a bucketed folder with no catalog entry, as an INSERT into a bucketed table would.
+WRITE_FOLDER_STATEMENT = "spark_bucketing write folder"
+#: The table functions the extension adds: a bucketed folder's files and the rows their footers state ...
 TABLE_FILES_FUNCTION = "spark_bucketing_files"
+#: ... and a folder's rows, read as a table of its description reads them.
+FOLDER_READ_FUNCTION = "spark_bucketing_folder"
 
 #: Spark's setting that makes a bucketed scan report its sort order.
 SORT_ORDERING_SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"

@@ -15,7 +15,9 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPlannerStrategy(session => PackageBucketedScans(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
     extensions.injectParser((_, delegate) => new BucketingParser(delegate))
+    extensions.injectPostHocResolutionRule(session => PlanFolderWrites(session))
     extensions.injectTableFunction(TableFiles.description)
+    extensions.injectTableFunction(FolderRelation.description)
   }
 }
 

@@ -6,13 +6,13 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
-import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogUtils}
+import org.apache.spark.sql.catalyst.catalog.CatalogUtils
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.command.{DDLUtils, LeafRunnableCommand}
+import org.apache.spark.sql.execution.command.LeafRunnableCommand
 import org.apache.spark.sql.hive.HiveCatalogPartitions
-import org.apache.spark.sql.types.{BooleanType, DataType, StringType, StructType}
+import org.apache.spark.sql.types.{DataType, StringType, StructType}
 import org.apache.spark.sparkbucketing.SparkFileNames
 
 /** Points many partitions of a table at new folders in one metastore call:
@@ -87,75 +87,17 @@ case class DeleteFolders(table: TableIdentifier, folders: Seq[String]) extends L
   }
 }
 
-/** Makes a new, empty, partitioned datasource table find its partitions in
- *  its folders rather than in the catalog (Spark's partition provider
- *  "filesystem", which Spark otherwise sets only from a session setting when
- *  the table is created):
- *
- *    SPARK_BUCKETING UNTRACK PARTITIONS <table>
- *
- *  A write into such a table adds no partition to the metastore (a tracked
- *  table's write adds every partition it writes, one metastore row each),
- *  and its drop deletes none. Returns whether the table's partitions are now
- *  untracked: false, and nothing changed, for a Hive-format table (the
- *  metastore always holds its partitions), an unpartitioned one, or one
- *  whose catalog lists a partition (untracking would hide it). */
-case class UntrackPartitions(table: TableIdentifier) extends LeafRunnableCommand {
-
-  override val output: Seq[Attribute] = Seq(AttributeReference("untracked", BooleanType)())
-
-  override def run(session: SparkSession): Seq[Row] = {
-    val catalog = session.sessionState.catalog
-    val meta = catalog.getTableMetadata(table)
-    val untracked = DDLUtils.isDatasourceTable(meta) && meta.partitionColumnNames.nonEmpty && (
-      !meta.tracksPartitionsInCatalog || catalog.listPartitionNames(meta.identifier).isEmpty)
-    if (untracked && meta.tracksPartitionsInCatalog) {
-      catalog.alterTable(meta.copy(tracksPartitionsInCatalog = false))
-      session.catalog.refreshTable(meta.identifier.quotedString)
-    }
-    Seq(Row(untracked))
-  }
-}
-
-/** The partitions of a table that does not track them in the catalog
- *  (UntrackPartitions), from its folders:
- *
- *    SPARK_BUCKETING SHOW FOLDER PARTITIONS <table>
- *
- *  One row per partition folder that holds a data file: its path under the
- *  table's folder (`day=2024-01-01`), which for a folder Spark wrote is what
- *  SHOW PARTITIONS shows of a tracked table's partition. It lists the
- *  folders itself, as a scan's file index finds them (skipping the names
- *  Spark's file index skips), without the Spark job a file index runs to list
- *  more than 32 folders (most of 1.5 s on 300 folders in the backfill
- *  benchmark). */
-case class FolderPartitions(table: TableIdentifier) extends LeafRunnableCommand {
-
-  override val output: Seq[Attribute] = Seq(AttributeReference("partition", StringType)())
-
-  override def run(session: SparkSession): Seq[Row] = {
-    val meta = session.sessionState.catalog.getTableMetadata(table)
-    FolderListing.partitions(session, meta, Contracts.FolderPartitionsStatement).map(p => Row(p.path))
-  }
-}
-
-/** A partition folder of a table that keeps its partitions in its folders:
- *  its path under the table's folder and its data files. */
+/** A partition folder of a folder written with no catalog entry: its path
+ *  under the folder and its data files. */
 case class FolderPartition(path: String, files: Seq[FileStatus])
 
 object FolderListing {
 
-  /** The partition folders of the table `meta` describes that hold a data
+  /** The partition folders `depth` levels under `root` that hold a data
    *  file, by path, as a scan's file index finds them (skipping the names
    *  Spark's file index skips), listed here without the Spark job a file
-   *  index runs to list more than 32 folders. `caller` names the statement
-   *  in errors. */
-  def partitions(session: SparkSession, meta: CatalogTable, caller: String): Seq[FolderPartition] = {
-    if (meta.tracksPartitionsInCatalog || meta.partitionColumnNames.isEmpty) {
-      throw new IllegalArgumentException(
-        s"$caller: ${meta.identifier.quotedString} does not keep its partitions in its folders")
-    }
-    val root = new Path(meta.location)
+   *  index runs to list more than 32 folders. */
+  def partitions(session: SparkSession, root: Path, depth: Int): Seq[FolderPartition] = {
     val fs = root.getFileSystem(session.sessionState.newHadoopConf())
     def data(name: String) = !SparkFileNames.skipped(name)
     def folders(dir: Path, prefix: String, depth: Int): Seq[FolderPartition] = {
@@ -168,21 +110,19 @@ object FolderListing {
           .flatMap(e => folders(e.getPath, prefix + e.getPath.getName + "/", depth - 1))
       }
     }
-    // A table nothing was written to yet has no folder.
-    (if (fs.exists(root)) folders(root, "", meta.partitionColumnNames.size) else Nil).sortBy(_.path)
+    // A folder nothing was written to yet does not exist.
+    (if (fs.exists(root)) folders(root, "", depth) else Nil).sortBy(_.path)
   }
 }
 
 /** The SPARK_BUCKETING statements: `<statement> <table> LOCATIONS '<json>'`
- *  and `<statement> <table>`. */
+ *  and `<statement> '<json>' AS <query>`. */
 object BucketingStatements {
   private def words(statement: String) = "(?is)^" + statement.split(" ").mkString("\\s+")
   private def pattern(statement: String) = (words(statement) + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
-  private def onTable(statement: String) = (words(statement) + """\s+(.+?)\s*;?\s*$""").r
   private val Switch = pattern(Contracts.SwitchStatement)
   private val Delete = pattern(Contracts.DeleteStatement)
-  private val Untrack = onTable(Contracts.UntrackStatement)
-  private val Folders = onTable(Contracts.FolderPartitionsStatement)
+  private val Write = (words(Contracts.WriteFolderStatement) + """\s+('(?:[^'\\]|\\.)*')\s+as\s+(.+?)\s*;?\s*$""").r
 
   /** `sql` after its leading blanks and comments (dbt puts one before every statement). */
   private def body(sql: String): String = {
@@ -207,7 +147,7 @@ object BucketingStatements {
   }
 
   /** The command, if `sql` is one of the statements. */
-  def parse(sql: String, delegate: ParserInterface): Option[LeafRunnableCommand] = body(sql) match {
+  def parse(sql: String, delegate: ParserInterface): Option[LogicalPlan] = body(sql) match {
     case Switch(name, literal) =>
       val moves = json(literal, delegate).elements().asScala.map { entry =>
         val spec = entry.get("spec").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
@@ -217,8 +157,7 @@ object BucketingStatements {
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))
-    case Untrack(name) => Some(UntrackPartitions(delegate.parseTableIdentifier(name.trim)))
-    case Folders(name) => Some(FolderPartitions(delegate.parseTableIdentifier(name.trim)))
+    case Write(literal, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case _ => None
   }
 }

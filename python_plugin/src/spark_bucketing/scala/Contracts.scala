@@ -13,11 +13,11 @@ object Contracts {
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */
   val DeleteStatement = "spark_bucketing delete folders"
-  /** The statement the extension adds to keep a new table's partitions in its folders only (UntrackPartitions). */
-  val UntrackStatement = "spark_bucketing untrack partitions"
-  /** The statement the extension adds to list such a table's partitions from its folders (FolderPartitions). */
-  val FolderPartitionsStatement = "spark_bucketing show folder partitions"
-  /** The table function the extension adds: a table's files and their footers' row counts (TableFiles). */
+  /** The statement the extension adds to write a query's rows into a bucketed folder with no catalog entry (WriteBucketedFolder). */
+  val WriteFolderStatement = "spark_bucketing write folder"
+  /** The table function the extension adds: a folder's rows, read as a table of its description reads them (FolderRelation). */
+  val FolderReadFunction = "spark_bucketing_folder"
+  /** The table function the extension adds: a bucketed folder's files and their footers' row counts (TableFiles). */
   val TableFilesFunction = "spark_bucketing_files"
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */
   val SparkBucketFileName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$"""

@@ -5,7 +5,7 @@ import java.util.Locale
 import java.util.concurrent.{ExecutionException, Executors, ThreadFactory}
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.FileStatus
+import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.orc.OrcFile
 import org.apache.parquet.HadoopReadOptions
 import org.apache.parquet.hadoop.ParquetFileReader
@@ -20,19 +20,20 @@ import org.apache.spark.sql.execution.datasources.PartitioningUtils
 import org.apache.spark.sql.types.{ArrayType, LongType, StringType}
 import org.apache.spark.unsafe.types.UTF8String
 
-/** The data files of a table that keeps its partitions in its folders
- *  (UntrackPartitions), one row each, with the rows its footer states:
+/** The data files of a bucketed folder (BucketedFolder: what
+ *  WriteBucketedFolder wrote), one row each, with the rows its footer states:
  *
- *    SELECT file, partition_values, rows FROM spark_bucketing_files('<table>')
+ *    SELECT file, partition_values, rows FROM spark_bucketing_files('<json>')
  *
  *  `file` is the URI input_file_name() gives, `partition_values` the file's
- *  partition values as a scan reads them, cast to strings (in the table's
- *  partition column order), `rows` the Parquet or ORC footer's row count.
- *  The files are those a scan of the table reads (FolderListing). All of it
- *  runs in the driver while the query is analyzed, the footers read by a few
- *  threads: the check of a Spark-hash write, which reads no data column,
- *  needs no Spark job (a scan counting rows per input_file_name() is one: a
- *  second or more of a one-day run in a fresh JVM). */
+ *  partition values as a scan of a table over the folder reads them, cast to
+ *  strings (in the folder's partition column order), `rows` the Parquet or
+ *  ORC footer's row count. The files are those such a scan reads
+ *  (FolderListing). All of it runs in the driver while the query is
+ *  analyzed, the footers read by a few threads: the check of a Spark-hash
+ *  write, which reads no data column, needs no Spark job (a scan counting
+ *  rows per input_file_name() is one: a second or more of a one-day run in a
+ *  fresh JVM). */
 object TableFiles {
   val Name = Contracts.TableFilesFunction
   private val Threads = 16
@@ -42,29 +43,25 @@ object TableFiles {
 
   private def build(args: Seq[Expression]): LogicalPlan = args match {
     case Seq(arg) if arg.foldable && arg.dataType == StringType && arg.eval() != null =>
-      of(SparkSession.active, arg.eval().toString)
-    case _ => throw new IllegalArgumentException(s"$Name takes one argument, a table's name as a string literal")
+      of(SparkSession.active, BucketedFolder.parse(arg.eval().toString))
+    case _ => throw new IllegalArgumentException(s"$Name takes one argument, a bucketed folder's description (JSON) as a string literal")
   }
 
-  def of(session: SparkSession, name: String): LogicalPlan = {
-    val ident = session.sessionState.sqlParser.parseTableIdentifier(name)
-    val meta = session.sessionState.catalog.getTableMetadata(ident)
-    val format = meta.provider.map(_.toLowerCase(Locale.ROOT)).getOrElse("")
+  def of(session: SparkSession, folder: BucketedFolder): LogicalPlan = {
+    val format = folder.format.toLowerCase(Locale.ROOT)
     if (format != "parquet" && format != "orc") {
-      throw new IllegalArgumentException(
-        s"$Name: ${meta.identifier.quotedString} is a '$format' table; footers are read of Parquet and ORC tables")
+      throw new IllegalArgumentException(s"$Name: ${folder.location} holds '$format' files; footers are read of Parquet and ORC")
     }
-    // The entry read above: each fetch of it is a metastore call.
-    val partitions = FolderListing.partitions(session, meta, Name)
-    val zone = ZoneId.of(session.sessionState.conf.sessionLocalTimeZone)
-    val fields = meta.partitionSchema.fields
     val resolver = session.sessionState.conf.resolver
+    val fields = folder.partitionFields(resolver)
+    val partitions = FolderListing.partitions(session, new Path(folder.location), fields.size)
+    val zone = ZoneId.of(session.sessionState.conf.sessionLocalTimeZone)
     val files = partitions.flatMap { part =>
       // Folder names as written (escaped): Spark's own cast unescapes what needs it.
-      val names = part.path.split("/").toSeq.map { kv => val i = kv.indexOf('='); (kv.take(i), kv.drop(i + 1)) }
-      val values = fields.toSeq.zip(names).map { case (field, (column, raw)) =>
+      val names = part.path.split("/").toSeq.filter(_.nonEmpty).map { kv => val i = kv.indexOf('='); (kv.take(i), kv.drop(i + 1)) }
+      val values = fields.zip(names).map { case (field, (column, raw)) =>
         if (!resolver(ExternalCatalogUtils.unescapePathName(column), field.name)) {
-          throw new IllegalStateException(s"$Name: folder ${part.path} of ${meta.identifier.quotedString} names " +
+          throw new IllegalStateException(s"$Name: folder ${part.path} of ${folder.location} names " +
             s"$column where the partition column ${field.name} belongs")
         }
         val value = PartitioningUtils.castPartValueToDesiredType(field.dataType, raw, zone)

@@ -1,0 +1,156 @@
+package sparkbucketing
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.{SaveMode, SparkSession}
+import org.apache.spark.sql.catalyst.FunctionIdentifier
+import org.apache.spark.sql.catalyst.analysis.TableOutputResolver
+import org.apache.spark.sql.catalyst.catalog.BucketSpec
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, ExpressionInfo}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
+import org.apache.spark.sql.catalyst.util.CharVarcharUtils
+import org.apache.spark.sql.execution.datasources.{DataSource, FileFormat, InsertIntoHadoopFsRelationCommand, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.orc.OrcFileFormat
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.types.{DataType, StringType, StructField, StructType}
+
+/** A folder of bucketed files with no catalog entry, described as a table
+ *  would be: `columns` in table order (partition columns last), each with
+ *  its type as DESCRIBE gives it. The JSON form:
+ *
+ *    {"location": folder, "format": "parquet" | "orc", "columns": [[name, type], ...],
+ *     "partition_by": [...], "clustered_by": [...], "sorted_by": [...], "buckets": n}
+ */
+case class BucketedFolder(
+    location: String,
+    format: String,
+    columns: Seq[(String, DataType)],
+    partitionBy: Seq[String],
+    clusteredBy: Seq[String],
+    sortedBy: Seq[String],
+    buckets: Int) {
+
+  /** The partition columns' fields, in `partitionBy` order. */
+  def partitionFields(resolver: (String, String) => Boolean): Seq[StructField] = partitionBy.map { p =>
+    columns.find { case (name, _) => resolver(name, p) }.map { case (name, t) => StructField(name, t) }.getOrElse(
+      throw new IllegalArgumentException(s"spark_bucketing: partition column $p is not among the folder's columns"))
+  }
+}
+
+object BucketedFolder {
+  def parse(json: JsonNode): BucketedFolder = {
+    def text(key: String): String = Option(json.get(key)).filter(_.isTextual).map(_.asText()).getOrElse(
+      throw new IllegalArgumentException(s"spark_bucketing: the folder's '$key' is missing or not a string"))
+    def names(key: String): Seq[String] = Option(json.get(key)).map(_.elements().asScala.map(_.asText()).toSeq).getOrElse(Nil)
+    val columns = Option(json.get("columns")).map(_.elements().asScala.map { pair =>
+      (pair.get(0).asText(), DataType.fromDDL(pair.get(1).asText()))
+    }.toSeq).getOrElse(Nil)
+    BucketedFolder(text("location"), text("format"), columns, names("partition_by"), names("clustered_by"),
+      names("sorted_by"), Option(json.get("buckets")).map(_.asInt()).getOrElse(0))
+  }
+
+  def parse(json: String): BucketedFolder = parse(new ObjectMapper().readTree(json))
+}
+
+/** Writes a query's rows into a new folder exactly as an INSERT INTO a
+ *  bucketed datasource table of that description writes them, with no
+ *  catalog entry:
+ *
+ *    SPARK_BUCKETING WRITE FOLDER '<json>' AS <query>
+ *
+ *  (<json>: BucketedFolder). The query's columns are taken by position, as
+ *  an INSERT takes them (TableOutputResolver: the same casts and checks),
+ *  and the write is Spark's own InsertIntoHadoopFsRelationCommand with the
+ *  bucket spec: the same files, names, sort and one file per bucket per
+ *  task a table's write makes, with maxRecordsPerFile 0 (the package's
+ *  tables set it as a table option). It refuses a folder that exists.
+ *
+ *  Why: a run that writes its partitions beside the table, checks them and
+ *  then points the table's partitions at them, would otherwise create a
+ *  side table to write through and drop it afterwards: three metastore
+ *  calls with nothing in them the run needs (seconds of a one-day run). */
+case class WriteBucketedFolder(folder: BucketedFolder, query: LogicalPlan) extends UnaryNode {
+  override def child: LogicalPlan = query
+  override def output: Seq[Attribute] = Nil
+  override protected def withNewChildInternal(newChild: LogicalPlan): WriteBucketedFolder = copy(query = newChild)
+}
+
+/** Plans WriteBucketedFolder once its query is resolved (a post-hoc
+ *  resolution rule, where Spark's own rules plan an INSERT's write). */
+case class PlanFolderWrites(session: SparkSession) extends Rule[LogicalPlan] {
+
+  override def apply(plan: LogicalPlan): LogicalPlan = plan match {
+    case WriteBucketedFolder(folder, query) if query.resolved => write(folder, query)
+    case _ => plan
+  }
+
+  private def write(folder: BucketedFolder, query: LogicalPlan): InsertIntoHadoopFsRelationCommand = {
+    val conf = session.sessionState.conf
+    val format: FileFormat = folder.format.toLowerCase(java.util.Locale.ROOT) match {
+      case "parquet" => new ParquetFileFormat
+      case "orc" => new OrcFileFormat
+      case other => throw new IllegalArgumentException(
+        s"${Contracts.WriteFolderStatement}: writes Parquet or ORC folders, not '$other'")
+    }
+    // A table's columns: char and varchar read as strings, their lengths checked on write.
+    val schema = CharVarcharUtils.replaceCharVarcharWithStringInSchema(
+      StructType(folder.columns.map { case (name, t) => StructField(name, t) }))
+    val projected = TableOutputResolver.resolveOutputColumns(
+      folder.location, DataTypeUtils.toAttributes(schema), query, byName = false, conf)
+    val out = projected.output
+    // Spark's writer finds bucket and sort columns by exact name: the columns' own spelling.
+    def column(name: String): Attribute = out.find(a => conf.resolver(a.name, name)).getOrElse(
+      throw new IllegalArgumentException(s"${Contracts.WriteFolderStatement}: $name is not one of the folder's columns"))
+    val bucketSpec = if (folder.buckets > 0) {
+      Some(BucketSpec(folder.buckets, folder.clusteredBy.map(column(_).name), folder.sortedBy.map(column(_).name)))
+    } else None
+    InsertIntoHadoopFsRelationCommand(
+      outputPath = new Path(folder.location),
+      staticPartitions = Map.empty,
+      ifPartitionNotExists = false,
+      partitionColumns = folder.partitionBy.map(column),
+      bucketSpec = bucketSpec,
+      fileFormat = format,
+      options = Map("maxRecordsPerFile" -> "0"),
+      query = projected,
+      mode = SaveMode.ErrorIfExists,
+      catalogTable = None,
+      fileIndex = None,
+      outputColumnNames = out.map(_.name))
+  }
+}
+
+/** The rows of a folder WriteBucketedFolder wrote, read as a table of its
+ *  description would read them, with no catalog entry:
+ *
+ *    SELECT ... FROM spark_bucketing_folder('<json>')
+ *
+ *  (<json>: BucketedFolder; its bucket spec is not used: the rows are read
+ *  as an unbucketed table's). The partition values are read with the
+ *  described types, not inferred from the folder names (which would read a
+ *  string '01' as the number 1). A run stages a model's rows this way,
+ *  where it would otherwise create a side table and drop it. */
+object FolderRelation {
+  val Name = Contracts.FolderReadFunction
+
+  def description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => LogicalPlan) =
+    (FunctionIdentifier(Name), new ExpressionInfo(getClass.getName, Name), build)
+
+  private def build(args: Seq[Expression]): LogicalPlan = args match {
+    case Seq(arg) if arg.foldable && arg.dataType == StringType && arg.eval() != null =>
+      of(SparkSession.active, BucketedFolder.parse(arg.eval().toString))
+    case _ => throw new IllegalArgumentException(s"$Name takes one argument, a folder's description (JSON) as a string literal")
+  }
+
+  def of(session: SparkSession, folder: BucketedFolder): LogicalPlan = {
+    val schema = StructType(folder.columns.map { case (name, t) => StructField(name, t) })
+    val fields = folder.partitionFields(session.sessionState.conf.resolver)
+    val source = DataSource(session, className = folder.format, paths = Seq(folder.location),
+      userSpecifiedSchema = Some(schema), partitionColumns = fields.map(_.name))
+    LogicalRelation(source.resolveRelation(checkFilesExist = false))
+  }
+}

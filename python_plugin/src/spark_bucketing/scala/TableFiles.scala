@@ -39,13 +39,7 @@ object TableFiles {
   private val Threads = 16
 
   def description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => LogicalPlan) =
-    (FunctionIdentifier(Name), new ExpressionInfo(getClass.getName, Name), build)
-
-  private def build(args: Seq[Expression]): LogicalPlan = args match {
-    case Seq(arg) if arg.foldable && arg.dataType == StringType && arg.eval() != null =>
-      of(SparkSession.active, BucketedFolder.parse(arg.eval().toString))
-    case _ => throw new IllegalArgumentException(s"$Name takes one argument, a bucketed folder's description (JSON) as a string literal")
-  }
+    BucketedFolder.tableFunction(this, Name, of)
 
   def of(session: SparkSession, folder: BucketedFolder): LogicalPlan = {
     val format = folder.format.toLowerCase(Locale.ROOT)

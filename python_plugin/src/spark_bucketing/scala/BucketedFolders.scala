@@ -54,6 +54,18 @@ object BucketedFolder {
   }
 
   def parse(json: String): BucketedFolder = parse(new ObjectMapper().readTree(json))
+
+  /** A table function `name('<json>')` of a folder's description, planned by `of` (of `owner`). */
+  def tableFunction(owner: AnyRef, name: String, of: (SparkSession, BucketedFolder) => LogicalPlan)
+      : (FunctionIdentifier, ExpressionInfo, Seq[Expression] => LogicalPlan) = {
+    val build: Seq[Expression] => LogicalPlan = {
+      case Seq(arg) if arg.foldable && arg.dataType == StringType && arg.eval() != null =>
+        of(SparkSession.active, parse(arg.eval().toString))
+      case _ => throw new IllegalArgumentException(
+        s"$name takes one argument, a folder's description (JSON) as a string literal")
+    }
+    (FunctionIdentifier(name), new ExpressionInfo(owner.getClass.getName, name), build)
+  }
 }
 
 /** Writes a query's rows into a new folder exactly as an INSERT INTO a
@@ -138,13 +150,7 @@ object FolderRelation {
   val Name = Contracts.FolderReadFunction
 
   def description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => LogicalPlan) =
-    (FunctionIdentifier(Name), new ExpressionInfo(getClass.getName, Name), build)
-
-  private def build(args: Seq[Expression]): LogicalPlan = args match {
-    case Seq(arg) if arg.foldable && arg.dataType == StringType && arg.eval() != null =>
-      of(SparkSession.active, BucketedFolder.parse(arg.eval().toString))
-    case _ => throw new IllegalArgumentException(s"$Name takes one argument, a folder's description (JSON) as a string literal")
-  }
+    BucketedFolder.tableFunction(this, Name, of)
 
   def of(session: SparkSession, folder: BucketedFolder): LogicalPlan = {
     val schema = StructType(folder.columns.map { case (name, t) => StructField(name, t) })

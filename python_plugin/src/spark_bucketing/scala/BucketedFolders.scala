@@ -18,9 +18,10 @@ import org.apache.spark.sql.execution.datasources.orc.OrcFileFormat
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.types.{DataType, StringType, StructField, StructType}
 
-/** A folder of bucketed files with no catalog entry, described as a table
- *  would be: `columns` in table order (partition columns last), each with
- *  its type as DESCRIBE gives it. The JSON form:
+/** A folder of a table's files with no catalog entry, described as the
+ *  table would be: `columns` in table order (partition columns last), each
+ *  with its type as DESCRIBE gives it; `buckets` 0 for an unbucketed one (a
+ *  run's staged rows). The JSON form:
  *
  *    {"location": folder, "format": "parquet" | "orc", "columns": [[name, type], ...],
  *     "partition_by": [...], "clustered_by": [...], "sorted_by": [...], "buckets": n}
@@ -69,8 +70,8 @@ object BucketedFolder {
 }
 
 /** Writes a query's rows into a new folder exactly as an INSERT INTO a
- *  bucketed datasource table of that description writes them, with no
- *  catalog entry:
+ *  datasource table of that description (bucketed where `buckets` > 0)
+ *  writes them, with no catalog entry:
  *
  *    SPARK_BUCKETING WRITE FOLDER '<json>' AS <query>
  *

@@ -41,16 +41,17 @@
              'clustered_by': clustered_by, 'sorted_by': sorted_by, 'buckets': buckets}) }}
 {% endmacro %}
 
-{% macro write_folder(folder, sql) %}
+{% macro write_folder(folder, sql, statement_name='main') %}
   {#- Through the session extension: writes the rows of `sql` (in the
       folder's column order) into the new folder `folder` describes
       (folder_description) as an INSERT INTO a table of that description
       at that folder writes them (for a bucketed one the same files, one per
       bucket per partition, no row limit per file), with no catalog entry:
       no side table to create and drop, no partition added to the
-      metastore. The statement refuses a folder that exists. Returns
-      `folder`. -#}
-  {%- call statement('main') -%}
+      metastore. The statement refuses a folder that exists
+      (`statement_name`: dbt's name for it; 'main' is the model's write).
+      Returns `folder`. -#}
+  {%- call statement(statement_name) -%}
     {{ spark_bucketing.write_folder_statement() }} {{ spark_bucketing.sql_string(tojson(folder)) }} as
     {{ sql }}
   {%- endcall -%}
@@ -102,7 +103,8 @@
   {%- set ordered = spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
   {%- set rows_sql = 'select ' ~ (spark_bucketing.quoted(ordered) | join(', ')) ~ ' from (' ~ sql ~ ') as __sb_model' -%}
   {%- if extension -%}
-    {%- set folder = spark_bucketing.write_folder(spark_bucketing.folder_description(location, 'parquet', columns, partition_by), rows_sql) -%}
+    {%- set folder = spark_bucketing.write_folder(spark_bucketing.folder_description(location, 'parquet', columns, partition_by), rows_sql,
+        'spark_bucketing_stage_rows') -%}
     {{ return({'source': spark_bucketing.folder_read_function() ~ '(' ~ spark_bucketing.sql_string(tojson(folder)) ~ ')',
                'relation': none, 'folder': folder}) }}
   {%- endif -%}

@@ -58,10 +58,6 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     (deleted,) = [s for s in statements if s.lower().startswith(contracts.DELETE_STATEMENT)]
     assert len(json.loads(re.search(r"locations '(.*)'$", deleted, re.S).group(1))) == 4
     assert not [s for s in statements if "__dbt_scratch" in s]
-    # The table's description, properties and partitions come from one statement.
-    assert len([s for s in statements if s.lower().startswith(contracts.DESCRIBE_STATEMENT)]) == 1
-    reads = r"(show partitions|show tblproperties|describe table extended) " + re.escape(table) + "$"
-    assert not [s for s in statements if re.match(reads, s)]
     replaced = [local_path(loc) for day, loc in old_folders.items() if day[-2:] in ("02", "03", "04", "05")]
     assert len(replaced) == 4 and not [p for p in replaced if p.exists()]
     assert [p for day, p in old_folders.items() if day[-2:] in ("01", "06")]
@@ -153,51 +149,6 @@ def test_with_the_extension_a_run_writes_a_folder_with_no_catalog_entry(spark, d
 
 def _folder_sql(folder: dict) -> str:
     return sql_string(json.dumps(folder))
-
-
-@pytest.mark.parametrize("kind", ["datasource", "hive", "unpartitioned"])
-def test_the_describe_statement_reads_what_spark_s_three_statements_read(spark, kind):
-    """The extension's one statement that a run starts with returns the rows
-    of DESCRIBE TABLE EXTENDED (less the Table Properties row), of SHOW
-    TBLPROPERTIES and of SHOW PARTITIONS, each after its marker: for
-    escaped and NULL partition values, and a property whose value holds
-    commas, brackets and `=` (which the Table Properties row cannot be split
-    back into)."""
-    table = f"describe_{kind}"
-    spark.sql(f"drop table if exists {table}")
-    if kind == "hive":
-        spark.sql(f"create table {table} (k int, p string) partitioned by (d string) stored as orc")
-    else:
-        spark.sql(
-            f"create table {table} (k int, p string, d string) using parquet"
-            + ("" if kind == "unpartitioned" else " partitioned by (d)")
-            + " clustered by (k) sorted by (k) into 4 buckets"
-        )
-    if kind == "unpartitioned":
-        spark.sql(f"insert into {table} values (1, 'a', 'x')")
-    else:
-        spark.sql(f"insert into {table} partition (d) values (1, 'a', 'x'), (2, 'b', 'a/b=c'), (3, 'c', null)")
-    record = '{"values": {"d": "a/b=c"}, "files": [1, 2], "path": "d=a%2Fb%3Dc"}'
-    spark.sql(f"alter table {table} set tblproperties ('spark_bucketing.partition.d=x' = {sql_string(record)})")
-    with extension_on(spark):
-        rows = [tuple(r) for r in spark.sql(f"{contracts.DESCRIBE_STATEMENT} {table}").collect()]
-    marks = [r[0] for r in rows]
-    props_at = marks.index(contracts.DESCRIBE_PROPERTIES_MARKER)
-    described = [tuple(r) for r in spark.sql(f"describe table extended {table}").collect()]
-    assert rows[:props_at] == [r for r in described if r[0] != "Table Properties"]
-    assert [r[0] for r in described].count("Table Properties") == 1
-    props_end = marks.index(contracts.DESCRIBE_PARTITIONS_MARKER) if kind != "unpartitioned" else len(rows)
-    assert {r[0]: r[1] for r in rows[props_at + 1 : props_end]} == {
-        r[0]: r[1] for r in spark.sql(f"show tblproperties {table}").collect()
-    }
-    assert dict((r[0], r[1]) for r in rows[props_at + 1 : props_end])["spark_bucketing.partition.d=x"] == record
-    if kind == "unpartitioned":
-        assert contracts.DESCRIBE_PARTITIONS_MARKER not in marks
-    else:
-        names = [r[0] for r in rows[props_end + 1 :]]
-        assert names == [r[0] for r in spark.sql(f"show partitions {table}").collect()]
-        assert sorted(names) == ["d=__HIVE_DEFAULT_PARTITION__", "d=a%2Fb%3Dc", "d=x"]
-    spark.sql(f"drop table {table}")
 
 
 def test_the_folder_listing_finds_the_partitions_a_scan_reads(spark, tmp_path):

@@ -62,12 +62,6 @@ def test_switch_statement_agrees():
     assert _macro_return_string("delete_statement") == contracts.DELETE_STATEMENT
     assert _scala_vals()["WriteFolderStatement"] == contracts.WRITE_FOLDER_STATEMENT
     assert _macro_return_string("write_folder_statement") == contracts.WRITE_FOLDER_STATEMENT
-    assert _scala_vals()["DescribeStatement"] == contracts.DESCRIBE_STATEMENT
-    assert _macro_return_string("describe_statement") == contracts.DESCRIBE_STATEMENT
-    assert _scala_vals()["PropertiesMarker"] == contracts.DESCRIBE_PROPERTIES_MARKER
-    assert _macro_return_string("describe_properties_marker") == contracts.DESCRIBE_PROPERTIES_MARKER
-    assert _scala_vals()["PartitionsMarker"] == contracts.DESCRIBE_PARTITIONS_MARKER
-    assert _macro_return_string("describe_partitions_marker") == contracts.DESCRIBE_PARTITIONS_MARKER
     assert _scala_vals()["TableFilesFunction"] == contracts.TABLE_FILES_FUNCTION
     assert _macro_return_string("table_files_function") == contracts.TABLE_FILES_FUNCTION
     assert _scala_vals()["FolderReadFunction"] == contracts.FOLDER_READ_FUNCTION

@@ -3,21 +3,18 @@
     from the catalog (SHOW PARTITIONS), which spell them the same way (Spark
     escapes / = : % ' \ # ? [ ] * and control characters as %XX). -#}
 
-{% macro catalog_partitions(relation, names=none) %}
-  {#- The partitions the catalog lists: {path: {column: value}}, from SHOW
-      PARTITIONS, or from its rows' `names` where a run read them already
-      (table_state). -#}
+{% macro catalog_partitions(relation) %}
+  {#- The partitions the catalog lists: {path: {column: value}} (SHOW PARTITIONS). -#}
   {%- set out = {} -%}
-  {%- set names = names if names is not none else run_query('show partitions ' ~ relation).columns[0].values() -%}
-  {%- for name in names -%}
+  {%- for row in run_query('show partitions ' ~ relation) -%}
     {%- set values = {} -%}
-    {%- for part in name.split('/') -%}
+    {%- for part in row[0].split('/') -%}
       {%- set name, value = part.split('=', 1) -%}
       {#- Only an escaped name is unescaped: a macro call per partition costs seconds on 10,000. -#}
       {%- do values.update({spark_bucketing.unescape_path_name(name) if '%' in name else name:
           none if value == '__HIVE_DEFAULT_PARTITION__' else (spark_bucketing.unescape_path_name(value) if '%' in value else value)}) -%}
     {%- endfor -%}
-    {%- do out.update({name: values}) -%}
+    {%- do out.update({row[0]: values}) -%}
   {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}

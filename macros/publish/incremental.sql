@@ -6,7 +6,7 @@
   {%- if plan.whole -%}
     {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, plan.content, run.existing, run.info, plan.accounting) -%}
   {%- else -%}
-    {%- do published.update(spark_bucketing.publish_partitions(rels, run.info, run.meta, run.spec, run.columns, plan, run.extension, run.catalog)) -%}
+    {%- do published.update(spark_bucketing.publish_partitions(rels, run.info, run.meta, run.spec, run.columns, plan, run.extension)) -%}
   {%- endif -%}
   {%- set obsolete = published.obsolete -%}
   {%- if plan.staged is not none -%}

@@ -3,7 +3,7 @@
     switch the table's partitions to them and record them, then declare the
     spec the partitions agree on. Reads only the partitions it writes. -#}
 
-{% macro replacement_scope(rels, spec, replaced_partitions, extension, listed, catalog=none) %}
+{% macro replacement_scope(rels, spec, replaced_partitions, extension, listed) %}
   {#- What a write replaces, from the catalog: {'listed': the written
       partitions, {path: values}, 'catalog': the table's, 'emptied': paths
       of replaced partitions (static partitions, a merge's scope) the new
@@ -11,9 +11,8 @@
       extension (`extension`: it is active; it reports the folders it
       replaces), 'other': a files_sql of the replaced partitions whose
       folders are wanted (all of them, or with 'batched' the emptied ones),
-      or none}. `catalog`: the table's partitions where the run read them
-      already (table_state), else they are listed here. -#}
-  {%- set catalog = catalog if catalog is not none else spark_bucketing.catalog_partitions(rels.target) -%}
+      or none}. -#}
+  {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
   {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
   {%- set emptied = [] -%}
   {#- Only static partitions (and a merge's scope) are replaced without new
@@ -46,7 +45,7 @@
   {{ return({'relation': rels.incr, 'folder': none}) }}
 {% endmacro %}
 
-{% macro verify_partitions(rels, spec, location, written, plan, extension, catalog=none) %}
+{% macro verify_partitions(rels, spec, location, written, plan, extension) %}
   {#- Every check of the written partitions before anything is published,
       and what they replace: {'stats': the written partitions, 'scope':
       replacement_scope, 'replaced': {path: stats of the folder it
@@ -59,12 +58,12 @@
     {%- set checked = spark_bucketing.verify_write(written, spec, location, rels) -%}
     {%- set listed = {} -%}
     {%- for s in checked.stats -%}{%- do listed.update({s.path: s['values']}) -%}{%- endfor -%}
-    {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, listed, catalog) -%}
+    {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, listed) -%}
     {%- do spark_bucketing.check_side_partitions(written, rels, location, checked.stats, none) -%}
     {%- set other = spark_bucketing.folder_stats(run_query(spark_bucketing.with_folders_sql(scope.other, spec.partition_by | length)), spec.partition_by)
         if scope.other is not none else [] -%}
   {%- else -%}
-    {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, spark_bucketing.catalog_partitions(written.relation), catalog) -%}
+    {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, spark_bucketing.catalog_partitions(written.relation)) -%}
     {%- set checked = spark_bucketing.verify_write(written, spec, location, rels, scope.other) -%}
     {%- do spark_bucketing.check_side_partitions(written, rels, location, checked.stats, scope.listed) -%}
     {%- set other = checked.other -%}
@@ -130,16 +129,15 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro publish_partitions(rels, info, meta, spec, columns, plan, extension, catalog=none) %}
+{% macro publish_partitions(rels, info, meta, spec, columns, plan, extension) %}
   {#- `plan`: a strategy's plan (strategies/); `extension`: whether the
-      session extension is active (extension_active); `catalog`: the
-      table's partitions if the run read them (table_state). Returns
-      {'obsolete': the replaced folders inside the table's folder, for the
-      caller to delete once everything is published, 'batched': whether the
-      switch went through the session extension}. -#}
+      session extension is active (extension_active). Returns {'obsolete': the
+      replaced folders inside the table's folder, for the caller to delete
+      once everything is published, 'batched': whether the switch went
+      through the session extension}. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
   {%- set written = spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
-  {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension, catalog) -%}
+  {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
   {%- set scope = checked.scope -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- set declared = spark_bucketing.undeclare_other_spec(rels, info, spec) -%}

@@ -13,24 +13,20 @@
   {#- Checks the query and the existing table against the configs, repairs
       what a failed run left, and returns the run's context: {spec, incr,
       merge, columns, new_sql, existing, info, meta, full_refresh, rebuild,
-      extension (extension_active), catalog (the table's partitions, where
-      table_state read them, else none)}. -#}
+      extension (extension_active)}. -#}
   {%- set query_columns = spark_bucketing.query_columns(sql) -%}
   {%- set merge = spark_bucketing.merge_config(query_columns) if incr.strategy == 'merge' else none -%}
   {%- set columns = spark_bucketing.stored_columns(query_columns, merge) -%}
   {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
   {%- set new_sql = spark_bucketing.static_filter_sql(sql, spec, incr.partitions) if incr.partitions else sql -%}
   {%- set existing = spark_bucketing.recover(rels) -%}
-  {%- set extension = spark_bucketing.extension_active() -%}
-  {%- set state = spark_bucketing.table_state(existing, extension) if existing is not none and existing.is_table
-      else {'info': none, 'props': none, 'partitions': none} -%}
-  {%- set info = state.info -%}
+  {%- set info = spark_bucketing.table_info(existing) if existing is not none and existing.is_table else none -%}
   {%- set run = {'incr': incr, 'merge': merge, 'new_sql': new_sql, 'existing': existing, 'info': info, 'meta': none,
                  'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec,
-                 'extension': extension, 'catalog': state.partitions} -%}
+                 'extension': spark_bucketing.extension_active()} -%}
   {%- if not run.full_refresh -%}
     {#- The table's properties are read once per run. -#}
-    {%- set meta = spark_bucketing.read_metadata(existing, state.props) -%}
+    {%- set meta = spark_bucketing.read_metadata(existing) -%}
     {%- do run.update({'meta': meta, 'rebuild': spark_bucketing.check_incremental_target(spec, columns, info, meta, incr)}) -%}
     {#- From here on, the table's own column names and order: the rows are
         selected by name into them, and new partition folders are named as

@@ -30,10 +30,6 @@ EXTENSION_SWITCH = "spark_bucketing.extension.enabled"
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
 #: ... and deletes folders inside a table's folder in one statement.
 DELETE_STATEMENT = "spark_bucketing delete folders"
-#: ... reads a table's description, properties and partitions in one statement, its parts after these rows.
-DESCRIBE_STATEMENT = "spark_bucketing describe table"
-DESCRIBE_PROPERTIES_MARKER = "# spark_bucketing properties"
-DESCRIBE_PARTITIONS_MARKER = "# spark_bucketing partitions"
 #: ... writes a query's rows into a bucketed folder with no catalog entry, as an INSERT into a bucketed table would.
 WRITE_FOLDER_STATEMENT = "spark_bucketing write folder"
 #: The table functions the extension adds: a bucketed folder's files and the rows their footers state ...

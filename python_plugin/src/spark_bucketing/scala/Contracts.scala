@@ -13,11 +13,6 @@ object Contracts {
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */
   val DeleteStatement = "spark_bucketing delete folders"
-  /** The statement the extension adds to read a table's description, properties and partitions at once (DescribeTableForRun). */
-  val DescribeStatement = "spark_bucketing describe table"
-  /** DescribeTableForRun's rows that start its properties and its partitions. */
-  val PropertiesMarker = "# spark_bucketing properties"
-  val PartitionsMarker = "# spark_bucketing partitions"
   /** The statement the extension adds to write a query's rows into a bucketed folder with no catalog entry (WriteBucketedFolder). */
   val WriteFolderStatement = "spark_bucketing write folder"
   /** The table function the extension adds: a folder's rows, read as a table of its description reads them (FolderRelation). */

@@ -155,7 +155,8 @@ def test_the_folder_listing_finds_the_partitions_a_scan_reads(spark, tmp_path):
     """A written folder's partitions, as the footer function lists them, are
     the partitions a scan of it through the folder function reads: a
     partition column whose name starts with `_` counts; a folder holding
-    only `_SUCCESS` or a file still being copied does not."""
+    only `_SUCCESS` or a file still being copied does not. A description of
+    a format other than Parquet or ORC is refused, and nothing written."""
     folder = {
         "location": f"{tmp_path}/u",
         "format": "parquet",
@@ -172,6 +173,16 @@ def test_the_folder_listing_finds_the_partitions_a_scan_reads(spark, tmp_path):
         files = spark.sql(f"select * from {contracts.TABLE_FILES_FUNCTION}({_folder_sql(folder)})").collect()
         scanned = spark.sql(f"select distinct `_src` from {contracts.FOLDER_READ_FUNCTION}({_folder_sql(folder)})")
         scanned = sorted(r._src for r in scanned.collect())
+        # A description of another format is refused by the folder statement and both functions.
+        csv = _folder_sql({**folder, "location": f"{tmp_path}/csv", "format": "CSV"})
+        for sql in (
+            f"select * from {contracts.TABLE_FILES_FUNCTION}({csv})",
+            f"select * from {contracts.FOLDER_READ_FUNCTION}({csv})",
+            f"{contracts.WRITE_FOLDER_STATEMENT} {csv} as select 1, 'a'",
+        ):
+            with pytest.raises(Exception, match="Parquet or ORC files, not 'csv'"):
+                spark.sql(sql).collect()
+    assert not (tmp_path / "csv").exists()
     assert sorted({r.partition_values[0] for r in files}) == ["a", "b"]
     assert sorted({r.file.rsplit("/", 2)[1] for r in files}) == ["_src=a", "_src=b"]
     assert scanned == ["a", "b"]

@@ -1,5 +1,7 @@
 package sparkbucketing
 
+import java.util.Locale
+
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
@@ -35,14 +37,20 @@ case class BucketedFolder(
     sortedBy: Seq[String],
     buckets: Int) {
 
+  /** The folder's columns as a table's schema, in table order. */
+  def schema: StructType = StructType(columns.map { case (name, t) => StructField(name, t) })
+
   /** The partition columns' fields, in `partitionBy` order. */
   def partitionFields(resolver: (String, String) => Boolean): Seq[StructField] = partitionBy.map { p =>
-    columns.find { case (name, _) => resolver(name, p) }.map { case (name, t) => StructField(name, t) }.getOrElse(
+    schema.fields.find(f => resolver(f.name, p)).getOrElse(
       throw new IllegalArgumentException(s"spark_bucketing: partition column $p is not among the folder's columns"))
   }
 }
 
 object BucketedFolder {
+  /** The description in its JSON form; `format` lower-cased, and refused
+   *  unless Parquet or ORC (the formats the package writes, and whose
+   *  footers TableFiles reads). */
   def parse(json: JsonNode): BucketedFolder = {
     def text(key: String): String = Option(json.get(key)).filter(_.isTextual).map(_.asText()).getOrElse(
       throw new IllegalArgumentException(s"spark_bucketing: the folder's '$key' is missing or not a string"))
@@ -50,7 +58,11 @@ object BucketedFolder {
     val columns = Option(json.get("columns")).map(_.elements().asScala.map { pair =>
       (pair.get(0).asText(), DataType.fromDDL(pair.get(1).asText()))
     }.toSeq).getOrElse(Nil)
-    BucketedFolder(text("location"), text("format"), columns, names("partition_by"), names("clustered_by"),
+    val format = text("format").toLowerCase(Locale.ROOT)
+    if (format != "parquet" && format != "orc") {
+      throw new IllegalArgumentException(s"spark_bucketing: a folder holds Parquet or ORC files, not '$format'")
+    }
+    BucketedFolder(text("location"), format, columns, names("partition_by"), names("clustered_by"),
       names("sorted_by"), Option(json.get("buckets")).map(_.asInt()).getOrElse(0))
   }
 
@@ -103,15 +115,9 @@ case class PlanFolderWrites(session: SparkSession) extends Rule[LogicalPlan] {
 
   private def write(folder: BucketedFolder, query: LogicalPlan): InsertIntoHadoopFsRelationCommand = {
     val conf = session.sessionState.conf
-    val format: FileFormat = folder.format.toLowerCase(java.util.Locale.ROOT) match {
-      case "parquet" => new ParquetFileFormat
-      case "orc" => new OrcFileFormat
-      case other => throw new IllegalArgumentException(
-        s"${Contracts.WriteFolderStatement}: writes Parquet or ORC folders, not '$other'")
-    }
+    val format: FileFormat = if (folder.format == "orc") new OrcFileFormat else new ParquetFileFormat
     // A table's columns: char and varchar read as strings, their lengths checked on write.
-    val schema = CharVarcharUtils.replaceCharVarcharWithStringInSchema(
-      StructType(folder.columns.map { case (name, t) => StructField(name, t) }))
+    val schema = CharVarcharUtils.replaceCharVarcharWithStringInSchema(folder.schema)
     val projected = TableOutputResolver.resolveOutputColumns(
       folder.location, DataTypeUtils.toAttributes(schema), query, byName = false, conf)
     val out = projected.output
@@ -154,10 +160,9 @@ object FolderRelation {
     BucketedFolder.tableFunction(this, Name, of)
 
   def of(session: SparkSession, folder: BucketedFolder): LogicalPlan = {
-    val schema = StructType(folder.columns.map { case (name, t) => StructField(name, t) })
     val fields = folder.partitionFields(session.sessionState.conf.resolver)
     val source = DataSource(session, className = folder.format, paths = Seq(folder.location),
-      userSpecifiedSchema = Some(schema), partitionColumns = fields.map(_.name))
+      userSpecifiedSchema = Some(folder.schema), partitionColumns = fields.map(_.name))
     LogicalRelation(source.resolveRelation(checkFilesExist = false))
   }
 }

@@ -1,7 +1,6 @@
 package sparkbucketing
 
 import java.time.ZoneId
-import java.util.Locale
 import java.util.concurrent.{ExecutionException, Executors, ThreadFactory}
 
 import org.apache.hadoop.conf.Configuration
@@ -42,10 +41,6 @@ object TableFiles {
     BucketedFolder.tableFunction(this, Name, of)
 
   def of(session: SparkSession, folder: BucketedFolder): LogicalPlan = {
-    val format = folder.format.toLowerCase(Locale.ROOT)
-    if (format != "parquet" && format != "orc") {
-      throw new IllegalArgumentException(s"$Name: ${folder.location} holds '$format' files; footers are read of Parquet and ORC")
-    }
     val resolver = session.sessionState.conf.resolver
     val fields = folder.partitionFields(resolver)
     val partitions = FolderListing.partitions(session, new Path(folder.location), fields.size)
@@ -63,7 +58,7 @@ object TableFiles {
       }
       part.files.map(f => (f, values))
     }
-    val counts = footerRows(session.sessionState.newHadoopConf(), files.map(_._1), format)
+    val counts = footerRows(session.sessionState.newHadoopConf(), files.map(_._1), folder.format)
     val output = Seq(
       AttributeReference("file", StringType, nullable = false)(),
       AttributeReference("partition_values", ArrayType(StringType))(),

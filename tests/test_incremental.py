@@ -237,3 +237,10 @@ def test_bucket_metadata_test_catches_tampering(spark, dbt_project):
         in compiled
     )
     assert "bucket id 7 >= bucket count 4" in compiled
+    # A record that is not JSON stops the next run before anything is
+    # written, with a message naming the property.
+    before = table_rows(spark, table)
+    spark.sql(f"alter table {table} set tblproperties ('{key}' = 'not json')")
+    result = run_model(dbt_project, name, {"days": [1], "tag": 1}, expect_ok=False)
+    assert f"the table property {key} of {table} is not a JSON record: not json" in failure_text(result)
+    assert table_rows(spark, table) == before

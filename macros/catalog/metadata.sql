@@ -42,27 +42,49 @@
 {% endmacro %}
 
 {% macro table_properties(relation) %}
-  {%- set props = {} -%}
-  {%- for row in run_query('show tblproperties ' ~ relation) -%}{%- do props.update({row[0]: row[1]}) -%}{%- endfor -%}
-  {{ return(props) }}
+  {#- {key: value} of SHOW TBLPROPERTIES, built without a Jinja step per row
+      (a table of 10,000 partitions holds 10,000 records). -#}
+  {%- set result = run_query('show tblproperties ' ~ relation) -%}
+  {{ return(dict(zip(result.columns[0].values(), result.columns[1].values()))) }}
+{% endmacro %}
+
+{% macro prefixed_keys(props, prefix) %}
+  {#- The keys of `props` that start with `prefix`, found by one regular
+      expression over all keys rather than a Jinja step per key (seconds on
+      10,000 records). Keys hold no line breaks (Spark escapes control
+      characters in partition paths); only keys of `props` are returned. -#}
+  {%- set found = modules.re.findall('(?m)^' ~ modules.re.escape(prefix) ~ '.*$', props.keys() | join('\n')) -%}
+  {{ return(found | select('in', props) | list) }}
 {% endmacro %}
 
 {% macro read_metadata(relation, props=none) %}
   {#- {'spec': record or none, 'partitions': {path: record}, 'keys': {path: property key},
-       'table': record or none, 'version': format version or none} -#}
+       'table': record or none, 'version': format version or none}. The
+      records are parsed in one fromjson and paired with their keys by zip:
+      on 10,000 partitions a Jinja step per record costs most of a second. -#}
   {%- set props = props if props is not none else spark_bucketing.table_properties(relation) -%}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
-  {%- set out = {'spec': none, 'partitions': {}, 'keys': {}, 'table': none, 'version': props.get(prefix ~ 'format_version')} -%}
-  {%- for key, value in props.items() if key.startswith(prefix) -%}
-    {%- if key == prefix ~ 'spec' -%}{%- do out.update({'spec': fromjson(value)}) -%}
-    {%- elif key == prefix ~ 'table' -%}{%- do out.update({'table': fromjson(value)}) -%}
-    {%- elif key.startswith(prefix ~ 'partition.') -%}
-      {%- set rec = fromjson(value) -%}
-      {%- set path = rec.get('path', key[(prefix ~ 'partition.') | length:]) -%}
-      {%- do out.partitions.update({path: rec}) -%}
-      {%- do out['keys'].update({path: key}) -%}
-    {%- endif -%}
-  {%- endfor -%}
+  {%- set part_prefix = prefix ~ 'partition.' -%}
+  {%- set keys = spark_bucketing.prefixed_keys(props, part_prefix) -%}
+  {%- set values = props.items() | selectattr('0', 'in', set(keys)) | map(attribute='1') | list -%}
+  {%- set records = fromjson('[' ~ values | join(',') ~ ']') -%}
+  {%- if records is none -%}
+    {#- A value that is not JSON: found one by one, so the error names it. -#}
+    {%- for key, value in zip(keys, values) if fromjson(value) is none -%}
+      {%- do exceptions.raise_compiler_error("spark_bucketing: the table property " ~ key ~ " of " ~ relation
+          ~ " is not a JSON record: " ~ value[:200] ~ ". A run that writes the partition records it anew; or unset the property.") -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- set paths = records | map(attribute='path', default=none) | list -%}
+  {%- if none in paths -%}
+    {#- Records written before they carried their path: named by their key. -#}
+    {%- set paths = [] -%}
+    {%- for key, rec in zip(keys, records) -%}{%- do paths.append(rec.get('path', key[part_prefix | length:])) -%}{%- endfor -%}
+  {%- endif -%}
+  {%- set out = {'spec': none, 'partitions': dict(zip(paths, records)), 'keys': dict(zip(paths, keys)), 'table': none,
+                 'version': props.get(prefix ~ 'format_version')} -%}
+  {%- if prefix ~ 'spec' in props -%}{%- do out.update({'spec': fromjson(props[prefix ~ 'spec'])}) -%}{%- endif -%}
+  {%- if prefix ~ 'table' in props -%}{%- do out.update({'table': fromjson(props[prefix ~ 'table'])}) -%}{%- endif -%}
   {{ return(out) }}
 {% endmacro %}
 

@@ -3,20 +3,31 @@
     from the catalog (SHOW PARTITIONS), which spell them the same way (Spark
     escapes / = : % ' \ # ? [ ] * and control characters as %XX). -#}
 
-{% macro catalog_partitions(relation) %}
-  {#- The partitions the catalog lists: {path: {column: value}} (SHOW PARTITIONS). -#}
+{% macro catalog_paths(relation) %}
+  {#- The paths of the partitions the catalog lists (SHOW PARTITIONS), as a
+      set: taken from the result without a Jinja step per partition. -#}
+  {{ return(set(run_query('show partitions ' ~ relation).columns[0].values())) }}
+{% endmacro %}
+
+{% macro paths_values(paths) %}
+  {#- {path: {column: value}} of partition paths as SHOW PARTITIONS spells them. -#}
   {%- set out = {} -%}
-  {%- for row in run_query('show partitions ' ~ relation) -%}
+  {%- for path in paths -%}
     {%- set values = {} -%}
-    {%- for part in row[0].split('/') -%}
+    {%- for part in path.split('/') -%}
       {%- set name, value = part.split('=', 1) -%}
       {#- Only an escaped name is unescaped: a macro call per partition costs seconds on 10,000. -#}
       {%- do values.update({spark_bucketing.unescape_path_name(name) if '%' in name else name:
           none if value == '__HIVE_DEFAULT_PARTITION__' else (spark_bucketing.unescape_path_name(value) if '%' in value else value)}) -%}
     {%- endfor -%}
-    {%- do out.update({row[0]: values}) -%}
+    {%- do out.update({path: values}) -%}
   {%- endfor -%}
   {{ return(out) }}
+{% endmacro %}
+
+{% macro catalog_partitions(relation) %}
+  {#- The partitions the catalog lists: {path: {column: value}}. -#}
+  {{ return(spark_bucketing.paths_values(run_query('show partitions ' ~ relation).columns[0].values())) }}
 {% endmacro %}
 
 {% macro partition_location(relation, values) %}

@@ -5,26 +5,29 @@
 
 {% macro replacement_scope(rels, spec, replaced_partitions, extension, listed) %}
   {#- What a write replaces, from the catalog: {'listed': the written
-      partitions, {path: values}, 'catalog': the table's, 'emptied': paths
-      of replaced partitions (static partitions, a merge's scope) the new
-      rows left empty, 'batched': whether the switch goes through the session
-      extension (`extension`: it is active; it reports the folders it
-      replaces), 'other': a files_sql of the replaced partitions whose
-      folders are wanted (all of them, or with 'batched' the emptied ones),
-      or none}. -#}
-  {%- set catalog = spark_bucketing.catalog_partitions(rels.target) -%}
+      partitions, {path: values}, 'catalog': the paths of the table's
+      partitions (a set), 'emptied': {path: values} of replaced partitions
+      (static partitions, a merge's scope) the new rows left empty,
+      'batched': whether the switch goes through the session extension
+      (`extension`: it is active; it reports the folders it replaces),
+      'other': a files_sql of the replaced partitions whose folders are
+      wanted (all of them, or with 'batched' the emptied ones), or none}.
+      Nothing here takes a Jinja step per partition of the table: a table of
+      10,000 partitions pays seconds for each. -#}
+  {%- set catalog = spark_bucketing.catalog_paths(rels.target) -%}
   {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
-  {%- set emptied = [] -%}
+  {%- set emptied = {} -%}
   {#- Only static partitions (and a merge's scope) are replaced without new
-      rows: with none, the table's other partitions are not looked at (a
-      macro call per partition costs seconds on 10,000 partitions). -#}
-  {%- for path, values in catalog.items() if to_replace and path not in listed and spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
-    {%- do emptied.append(path) -%}
-  {%- endfor -%}
-  {%- set switched = catalog.keys() | select('in', listed) | list -%}
+      rows: with none, the table's other partitions are not looked at. -#}
+  {%- if to_replace -%}
+    {%- for path, values in spark_bucketing.paths_values(catalog | reject('in', listed) | sort).items()
+        if spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
+      {%- do emptied.update({path: values}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- set switched = catalog | select('in', listed) | sort -%}
   {%- set batched = switched | length > 0 and extension -%}
-  {%- set old_values = [] -%}
-  {%- for path, values in catalog.items() if path in emptied or (path in listed and not batched) -%}{%- do old_values.append(values) -%}{%- endfor -%}
+  {%- set old_values = (emptied.values() | list) + ([] if batched else spark_bucketing.paths_values(switched).values() | list) -%}
   {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied, 'batched': batched,
              'other': spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none}) }}
 {% endmacro %}
@@ -91,17 +94,29 @@
 {% macro published_state(meta, scope, stats, written_props, declared) %}
   {#- What converge needs after a publish: {'records': {path: record or none}
       of every listed partition, 'unlisted_keys': metadata keys of partitions
-      no longer listed, 'declared': the declared spec, 'written': paths written}. -#}
-  {%- set records = {} -%}
-  {%- set unlisted_keys = [] -%}
-  {%- for path, rec in meta.partitions.items() -%}
-    {%- if path in scope.catalog and path not in scope.emptied -%}{%- do records.update({path: rec}) -%}
-    {%- else -%}{%- do unlisted_keys.append(meta['keys'][path]) -%}{%- endif -%}
-  {%- endfor -%}
-  {%- for path in scope.catalog if path not in records and path not in scope.emptied -%}{%- do records.update({path: none}) -%}{%- endfor -%}
+      no longer listed, 'declared': the declared spec, 'written': paths
+      written}. Built by filters, not a Jinja step per partition. -#}
+  {%- set records = dict(meta.partitions.items() | selectattr('0', 'in', scope.catalog) | rejectattr('0', 'in', scope.emptied)) -%}
+  {%- set unlisted_keys = meta['keys'].items() | rejectattr('0', 'in', records) | map(attribute='1') | list -%}
+  {%- set unrecorded = scope.catalog | reject('in', records) | reject('in', scope.emptied) | sort -%}
+  {%- do records.update(zip(unrecorded, [none] * (unrecorded | length))) -%}
   {%- for s in stats -%}{%- do records.update({s.path: fromjson(written_props[spark_bucketing.partition_key(s.path)])}) -%}{%- endfor -%}
-  {{ return({'records': records, 'unlisted_keys': unlisted_keys | reject('in', written_props.keys() | list) | list,
+  {{ return({'records': records, 'unlisted_keys': unlisted_keys | reject('in', written_props) | list,
              'declared': declared, 'written': stats | map(attribute='path') | list}) }}
+{% endmacro %}
+
+{% macro equal_spec_fields(records) %}
+  {#- Whether all `records` hold the same hash, buckets, clustered_by and
+      sorted_by, compared by filters: on a table of 10,000 partitions that
+      agree (the common case) a Jinja step per record costs most of a second. -#}
+  {%- for field in ['hash', 'buckets'] -%}
+    {%- if records | map(attribute=field, default='(missing)') | unique(case_sensitive=true) | list | length > 1 -%}{{ return(false) }}{%- endif -%}
+  {%- endfor -%}
+  {#- Column lists by their repr: one string per list, distinct for distinct lists of names. -#}
+  {%- for field in ['clustered_by', 'sorted_by'] -%}
+    {%- if records | map(attribute=field, default='(missing)') | map('string') | unique(case_sensitive=true) | list | length > 1 -%}{{ return(false) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(true) }}
 {% endmacro %}
 
 {% macro converge(rels, spec, published) %}
@@ -113,12 +128,14 @@
   {%- do spark_bucketing.unset_properties(rels.target, published.unlisted_keys) -%}
   {%- set records = published.records.values() | list -%}
   {%- set common = namespace(spec=spark_bucketing.spec_record(spec) if records | length == 0 else records[0]) -%}
-  {%- for rec in records if common.spec is not none -%}
-    {#- Equal fields are the same spec: same_spec (a macro call) only for the rest. -#}
-    {%- if rec is none or not (rec.hash == common.spec.hash and rec.buckets == common.spec.buckets
-        and rec.clustered_by == common.spec.clustered_by and rec.sorted_by == common.spec.sorted_by
-        or spark_bucketing.same_spec(rec, common.spec)) -%}{%- set common.spec = none -%}{%- endif -%}
-  {%- endfor -%}
+  {%- if none in records or not spark_bucketing.equal_spec_fields(records) -%}
+    {%- for rec in records if common.spec is not none -%}
+      {#- Equal fields are the same spec: same_spec (a macro call) only for the rest. -#}
+      {%- if rec is none or not (rec.hash == common.spec.hash and rec.buckets == common.spec.buckets
+          and rec.clustered_by == common.spec.clustered_by and rec.sorted_by == common.spec.sorted_by
+          or spark_bucketing.same_spec(rec, common.spec)) -%}{%- set common.spec = none -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
   {%- if not spark_bucketing.same_spec(published.declared, common.spec) -%}
     {%- set stats = none if common.spec is none else spark_bucketing.partition_stats(rels.target, spec.partition_by) -%}
     {%- set target_spec = common.spec if common.spec is none
@@ -145,7 +162,7 @@
   {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog, scope.batched) -%}
   {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
-  {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied, scope.catalog) -%}
+  {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied) -%}
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
   {%- do spark_bucketing.converge(rels, spec, spark_bucketing.published_state(meta, scope, checked.stats, written_props, declared)) -%}

@@ -37,11 +37,9 @@
   {%- for sql in spark_bucketing.add_partition_statements(rels.respec, entries) -%}
     {%- call statement('spark_bucketing_add_partitions') -%}{{ sql }}{%- endcall -%}
   {%- endfor -%}
-  {%- set props = {} -%}
-  {%- for key, value in spark_bucketing.table_properties(target).items() if key.startswith(spark_bucketing.metadata_prefix()) -%}
-    {%- do props.update({key: value}) -%}
-  {%- endfor -%}
-  {%- do spark_bucketing.set_properties(rels.respec, props) -%}
+  {%- set props = spark_bucketing.table_properties(target) -%}
+  {%- set keys = set(spark_bucketing.prefixed_keys(props, spark_bucketing.metadata_prefix())) -%}
+  {%- do spark_bucketing.set_properties(rels.respec, dict(props.items() | selectattr('0', 'in', keys))) -%}
   {%- do spark_bucketing.checkpoint('redeclare_before_swap') -%}
   {%- do spark_bucketing.swap_in(rels.respec, target, rels, 'redeclare_') -%}
   {%- do log("spark_bucketing: " ~ rels.target ~ " now declares " ~ spark_bucketing.describe_spec(record), info=true) -%}

@@ -63,12 +63,12 @@
   {{ return(left) }}
 {% endmacro %}
 
-{% macro drop_partitions(target, paths, catalog) %}
-  {#- Drops the partitions at `paths` (keys of `catalog`), 100 per statement. -#}
-  {%- for batch in paths | batch(100) -%}
+{% macro drop_partitions(target, partitions) %}
+  {#- Drops `partitions` ({path: values}), 100 per statement. -#}
+  {%- for batch in partitions.values() | batch(100) -%}
     {%- call statement('spark_bucketing_drop_partition') -%}
       alter table {{ target }} drop if exists
-      {%- for path in batch %} {{ spark_bucketing.partition_clause(catalog[path]) }}{{ ',' if not loop.last }}{% endfor %}
+      {%- for values in batch %} {{ spark_bucketing.partition_clause(values) }}{{ ',' if not loop.last }}{% endfor %}
     {%- endcall -%}
   {%- endfor -%}
 {% endmacro %}

@@ -75,8 +75,9 @@
           ~ " is not a JSON record: " ~ value[:200] ~ ". A run that writes the partition records it anew; or unset the property.") -%}
     {%- endfor -%}
   {%- endif -%}
-  {%- set paths = records | map(attribute='path', default=none) | list -%}
-  {%- if none in paths -%}
+  {#- (map's default=none would mean no default: a missing path is '' here, never a partition's.) -#}
+  {%- set paths = records | map(attribute='path', default='') | list -%}
+  {%- if '' in paths -%}
     {#- Records written before they carried their path: named by their key. -#}
     {%- set paths = [] -%}
     {%- for key, rec in zip(keys, records) -%}{%- do paths.append(rec.get('path', key[part_prefix | length:])) -%}{%- endfor -%}

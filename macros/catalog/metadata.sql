@@ -72,7 +72,8 @@
     {#- A value that is not JSON: found one by one, so the error names it. -#}
     {%- for key, value in zip(keys, values) if fromjson(value) is none -%}
       {%- do exceptions.raise_compiler_error("spark_bucketing: the table property " ~ key ~ " of " ~ relation
-          ~ " is not a JSON record: " ~ value[:200] ~ ". A run that writes the partition records it anew; or unset the property.") -%}
+          ~ " is not a JSON record: " ~ value[:200] ~ ". Unset it (alter table " ~ relation ~ " unset tblproperties ('" ~ key
+          ~ "')): the table is then declared unbucketed until a run rewrites that partition and records it anew.") -%}
     {%- endfor -%}
   {%- endif -%}
   {#- (map's default=none would mean no default: a missing path is '' here, never a partition's.) -#}

@@ -5,9 +5,10 @@ per-partition records, and for stock dbt-spark's incremental table beside it.
 For each size: a one-day `insert_overwrite` run (dbt's model time, each run a
 `dbt run` of its own, sides alternated, best of two), a one-partition query
 and the planning of a one-partition self-join on the bucket key, each with
-the session extension on and off (in a Spark process of its own per size,
-sizes alternated; in it, after a statement on no table, each probe five times in
-turns, the best kept), and `dbt docs generate` on the project.
+the session extension on and off, on both sides' tables (in a Spark process
+of its own per table, sizes and sides alternated, twice; in it, after a
+statement on no table, each probe five times in turns, the best kept), and
+`dbt docs generate` on the project.
 
     .venv/bin/python benchmarks/bench_partitions.py [--sizes 10 10000] [--per-day 40] [--buckets 4]
         [--base DIR [--reuse]]
@@ -141,11 +142,13 @@ def main() -> int:
     for n in args.sizes:
         best = best_alternating({side: run(f"{prefix}_{n}", n - 1, n - 1) for side, prefix in SIDES.items()}, "model")
         runs[n] = best
-    probes: dict = {n: [] for n in args.sizes}
+    # Each table's probes in a Spark process of its own; sizes and sides alternated.
+    probes: dict = {(n, side): [] for n in args.sizes for side in SIDES}
     state = project.root / "state"
     for order in (args.sizes, list(reversed(args.sizes))):
         for n in order:
-            probes[n].append(run_probe(state, f"{project.schema}.bucketed_{n}", day_of(n - 1)))
+            for side, prefix in SIDES.items() if order is args.sizes else reversed(SIDES.items()):
+                probes[n, side].append(run_probe(state, f"{project.schema}.{prefix}_{n}", day_of(n - 1)))
 
     smallest = min(args.sizes)
     print(f"{'partitions':>10} {'side':<26} {'one-day run s':>13} {'vs smallest':>11} {'stmts':>6} {'jobs':>5}")
@@ -156,15 +159,21 @@ def main() -> int:
                 f"{n:>10,} {side:<26} {r['model']:>13.2f} {r['model'] / runs[smallest][side]['model']:>10.2f}x"
                 f" {r['statements']:>6} {r['jobs']:>5}"
             )
-    print(f"{'partitions':>10} {'probe (bucketed_incremental hive)':<40} {'s':>6} {'vs smallest':>11}")
+    stock = list(SIDES)[1]
+    print(f"{'partitions':>10} {'side':<26} {'probe':<36} {'s':>6} {'vs smallest':>11} {'vs stock':>9}")
     for n in args.sizes:
-        for name in probes[n][0]:
-            best = min(p[name] for p in probes[n])
-            if name.startswith("hash Exchanges"):
-                print(f"{n:>10,} {name:<40} {best:>6}")
-            else:
-                first = min(p[name] for p in probes[smallest])
-                print(f"{n:>10,} {name:<40} {best:>6.2f} {best / first:>10.2f}x")
+        for side in SIDES:
+            for name in probes[n, side][0]:
+                best = min(p[name] for p in probes[n, side])
+                if name.startswith("hash Exchanges"):
+                    print(f"{n:>10,} {side:<26} {name:<36} {best:>6}")
+                else:
+                    first = min(p[name] for p in probes[smallest, side])
+                    same_size_stock = min(p[name] for p in probes[n, stock])
+                    print(
+                        f"{n:>10,} {side:<26} {name:<36} {best:>6.2f} {best / first:>10.2f}x"
+                        f" {best / same_size_stock:>8.2f}x"
+                    )
 
     start = time.perf_counter()
     project.dbt("docs", "generate")

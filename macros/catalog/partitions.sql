@@ -3,10 +3,15 @@
     from the catalog (SHOW PARTITIONS), which spell them the same way (Spark
     escapes / = : % ' \ # ? [ ] * and control characters as %XX). -#}
 
+{% macro listed_paths(relation) %}
+  {#- The paths of the partitions the catalog lists (SHOW PARTITIONS), in its
+      order: taken from the result without a Jinja step per partition. -#}
+  {{ return(run_query('show partitions ' ~ relation).columns[0].values()) }}
+{% endmacro %}
+
 {% macro catalog_paths(relation) %}
-  {#- The paths of the partitions the catalog lists (SHOW PARTITIONS), as a
-      set: taken from the result without a Jinja step per partition. -#}
-  {{ return(set(run_query('show partitions ' ~ relation).columns[0].values())) }}
+  {#- The listed paths as a set. -#}
+  {{ return(set(spark_bucketing.listed_paths(relation))) }}
 {% endmacro %}
 
 {% macro paths_values(paths) %}
@@ -27,7 +32,7 @@
 
 {% macro catalog_partitions(relation) %}
   {#- The partitions the catalog lists: {path: {column: value}}. -#}
-  {{ return(spark_bucketing.paths_values(run_query('show partitions ' ~ relation).columns[0].values())) }}
+  {{ return(spark_bucketing.paths_values(spark_bucketing.listed_paths(relation))) }}
 {% endmacro %}
 
 {% macro partition_location(relation, values) %}

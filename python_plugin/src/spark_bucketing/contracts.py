@@ -13,6 +13,9 @@ FORMAT_VERSION_KEY = METADATA_PREFIX + "format_version"
 SPEC_KEY = METADATA_PREFIX + "spec"
 TABLE_KEY = METADATA_PREFIX + "table"
 PARTITION_KEY_PREFIX = METADATA_PREFIX + "partition."
+#: Format version 2: a partition's record in its own partition parameters
+#: (written by the extension's switch, read by its records function).
+PARTITION_RECORD_KEY = METADATA_PREFIX + "record"
 
 #: The bucket id in a data file's name: the last `_<digits>` before the
 #: extensions, as Spark reads it (BucketingUtils). It also reads Hive-style
@@ -36,6 +39,8 @@ WRITE_FOLDER_STATEMENT = "spark_bucketing write folder"
 TABLE_FILES_FUNCTION = "spark_bucketing_files"
 #: ... and a folder's rows, read as a table of its description reads them.
 FOLDER_READ_FUNCTION = "spark_bucketing_folder"
+#: ... and every partition's record of a table in metadata format 2.
+PARTITION_RECORDS_FUNCTION = "spark_bucketing_records"
 
 #: Spark's setting that makes a bucketed scan report its sort order.
 SORT_ORDERING_SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"

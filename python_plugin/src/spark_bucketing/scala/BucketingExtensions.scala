@@ -18,6 +18,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPostHocResolutionRule(session => PlanFolderWrites(session))
     extensions.injectTableFunction(TableFiles.description)
     extensions.injectTableFunction(FolderRelation.description)
+    extensions.injectTableFunction(TablePartitionRecords.description)
   }
 }
 
@@ -50,7 +51,7 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
           // Spark's own plan of the scan: the partitions it selects decide the spec, and it stands when they share none.
           val stock = FileSourceStrategy(plan)
           val scans = stock.flatMap(_.collect { case s: FileSourceScanExec => s })
-          PartitionRecords.sharedSpec(scans, table)
+          PartitionRecords.sharedSpec(session, scans, table)
             .filter { case (_, hash) => hash == "spark" || hiveHashReadable(table) }
             .flatMap { case (spec, hash) => inSchemaCase(spec, table).map((_, hash)) }
             .map { case (spec, hash) => planBucketed(plan, relation, fs, spec, hash) }

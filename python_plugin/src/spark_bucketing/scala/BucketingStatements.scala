@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
-import org.apache.spark.sql.catalyst.catalog.CatalogUtils
+import org.apache.spark.sql.catalyst.catalog.{CatalogTablePartition, CatalogUtils}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
@@ -15,44 +15,69 @@ import org.apache.spark.sql.hive.HiveCatalogPartitions
 import org.apache.spark.sql.types.{DataType, StringType, StructType}
 import org.apache.spark.sparkbucketing.SparkFileNames
 
+/** One partition's move: its spec, its new folder, the record to keep in
+ *  its parameters (metadata format 2; None leaves its parameters as they
+ *  are) and whether the run adds it (it is not listed yet). */
+case class PartitionMove(spec: Map[String, String], location: String, record: Option[String], create: Boolean)
+
 /** Points many partitions of a table at new folders in one metastore call:
  *
  *    SPARK_BUCKETING SWITCH PARTITIONS <table> LOCATIONS '<json>'
  *
- *  where <json> is [{"spec": {column: value}, "location": folder}, ...].
- *  Spark SQL's ALTER TABLE .. PARTITION .. SET LOCATION moves one partition
- *  per statement, each its own metastore call. This reads the partitions,
- *  then hands all of them to the session catalog's alterPartitions at once:
- *  for a Hive metastore one alter_partitions call, which the metastore
- *  applies in one transaction (every partition moves, or none does).
- *  Returns each partition's previous folder. */
-case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[(Map[String, String], String)])
+ *  where <json> is [{"spec": {column: value}, "location": folder}, ...], or
+ *  {"moves": [...], "table_properties": {key: value}} where a move may also
+ *  carry "record" (a string) and "create": true. Spark SQL's ALTER TABLE ..
+ *  PARTITION .. SET LOCATION moves one partition per statement, each its own
+ *  metastore call. This reads the partitions, then hands all of them to the
+ *  session catalog's alterPartitions at once: for a Hive metastore one
+ *  alter_partitions call, which the metastore applies in one transaction
+ *  (every partition moves, or none does). The partitions to create are
+ *  added after it in one createPartitions call (one transaction), with the
+ *  table's storage format, as ALTER TABLE .. ADD PARTITION adds them.
+ *  `table_properties` are set on the table before any partition moves.
+ *  Returns each partition's previous folder and record (NULL for one it
+ *  creates). */
+case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[PartitionMove], tableProperties: Map[String, String])
     extends LeafRunnableCommand {
 
-  /** Each partition's previous folder, in the order of `moves`. */
-  override val output: Seq[Attribute] = Seq(AttributeReference("previous_location", StringType)())
+  override val output: Seq[Attribute] = Seq(
+    AttributeReference("previous_location", StringType)(),
+    AttributeReference("previous_record", StringType)())
 
   override def run(session: SparkSession): Seq[Row] = {
     val catalog = session.sessionState.catalog
     val meta = catalog.getTableMetadata(table)
     val resolver = session.sessionState.conf.resolver
     // The catalog's spelling of each column (a Hive table's are lower case).
-    val specs = moves.map { case (spec, _) =>
-      spec.map { case (key, value) =>
+    val specs = moves.map { move =>
+      move.spec.map { case (key, value) =>
         val field = meta.partitionSchema.fieldNames.find(resolver(_, key)).getOrElse(
           throw new IllegalArgumentException(s"$key is not a partition column of ${meta.identifier.quotedString}"))
         field -> value
       }
     }
-    val pairs = HiveCatalogPartitions.get(session, meta, specs).zip(moves).map { case (old, (_, location)) =>
-      (old, old.copy(storage = old.storage.copy(locationUri = Some(CatalogUtils.stringToURI(location)))))
+    val (existing, created) = moves.zip(specs).partition { case (move, _) => !move.create }
+    val found = HiveCatalogPartitions.get(session, meta, existing.map(_._2))
+    def parameters(old: Map[String, String], move: PartitionMove) =
+      move.record.map(r => RecordParameters.without(old) ++ RecordParameters.of(r)).getOrElse(old)
+    val updated = found.zip(existing).map { case (old, (move, _)) =>
+      old.copy(
+        storage = old.storage.copy(locationUri = Some(CatalogUtils.stringToURI(move.location))),
+        parameters = parameters(old.parameters, move))
     }
-    val (previous, updated) = pairs.unzip
-    if (updated.nonEmpty) {
-      catalog.alterPartitions(meta.identifier, updated)
-      session.catalog.refreshTable(meta.identifier.quotedString)
+    val added = created.map { case (move, spec) =>
+      CatalogTablePartition(spec, meta.storage.copy(locationUri = Some(CatalogUtils.stringToURI(move.location))),
+        parameters(Map.empty, move))
     }
-    previous.map(old => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull))
+    if (tableProperties.nonEmpty) catalog.alterTable(meta.copy(properties = meta.properties ++ tableProperties))
+    if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
+    if (added.nonEmpty) catalog.createPartitions(meta.identifier, added, ignoreIfExists = false)
+    if (updated.nonEmpty || added.nonEmpty) session.catalog.refreshTable(meta.identifier.quotedString)
+    val previous = existing.map(_._2).zip(found).toMap
+    specs.map(spec => previous.get(spec) match {
+      case Some(old) => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull, RecordParameters.read(old.parameters).orNull)
+      case None => Row(null, null)
+    })
   }
 }
 
@@ -149,11 +174,15 @@ object BucketingStatements {
   /** The command, if `sql` is one of the statements. */
   def parse(sql: String, delegate: ParserInterface): Option[LogicalPlan] = body(sql) match {
     case Switch(name, literal) =>
-      val moves = json(literal, delegate).elements().asScala.map { entry =>
+      val body = json(literal, delegate)
+      val list = if (body.isArray) body else body.path("moves")
+      val moves = list.elements().asScala.map { entry =>
         val spec = entry.get("spec").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
-        (spec, entry.get("location").asText())
+        PartitionMove(spec, entry.get("location").asText(), Option(entry.get("record")).filterNot(_.isNull).map(_.asText()),
+          entry.path("create").asBoolean(false))
       }.toSeq
-      Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves))
+      val props = body.path("table_properties").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
+      Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props))
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))

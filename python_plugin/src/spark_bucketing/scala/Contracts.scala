@@ -7,6 +7,8 @@ object Contracts {
   val FormatVersionKey = "spark_bucketing.format_version"
   /** A partition's metadata record: the key prefix, then the partition's path. */
   val PartitionKeyPrefix = "spark_bucketing.partition."
+  /** Format version 2: a partition's record in its own parameters, under this key (RecordParameters). */
+  val PartitionRecordKey = "spark_bucketing.record"
   /** The extension's per-plan switch: false plans as stock Spark does. */
   val ExtensionSwitch = "spark_bucketing.extension.enabled"
   /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
@@ -17,6 +19,8 @@ object Contracts {
   val WriteFolderStatement = "spark_bucketing write folder"
   /** The table function the extension adds: a folder's rows, read as a table of its description reads them (FolderRelation). */
   val FolderReadFunction = "spark_bucketing_folder"
+  /** The table function the extension adds: every partition's record of a format-2 table (TablePartitionRecords). */
+  val PartitionRecordsFunction = "spark_bucketing_records"
   /** The table function the extension adds: a bucketed folder's files and their footers' row counts (TableFiles). */
   val TableFilesFunction = "spark_bucketing_files"
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */

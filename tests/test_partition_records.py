@@ -1,0 +1,131 @@
+"""Metadata format 2's store: each partition's record in its own partition
+parameters, written by the extension's switch in the call that moves or adds
+the partition, and read back by its `spark_bucketing_records` table function.
+Against a real Spark session and its Hive metastore (Derby)."""
+
+from __future__ import annotations
+
+import json
+
+from harness.spark import sql_string
+from spark_bucketing import contracts
+
+RECORD_KEY = contracts.PARTITION_RECORD_KEY
+
+
+def _switch(spark, table: str, moves: list, table_properties: dict | None = None) -> list[tuple]:
+    payload = {"moves": moves, "table_properties": table_properties or {}}
+    sql = f"{contracts.SWITCH_STATEMENT} {table} locations {sql_string(json.dumps(payload))}"
+    return [tuple(r) for r in spark.sql(sql).collect()]
+
+
+def _records(spark, table: str) -> dict[str, str | None]:
+    rows = spark.sql(f"select path, record from {contracts.PARTITION_RECORDS_FUNCTION}('{table}')").collect()
+    return {r.path: r.record for r in rows}
+
+
+def _parameters(spark, table: str, spec: dict[str, str]) -> dict[str, str]:
+    """A partition's parameters as the metastore holds them (through Spark's
+    external catalog: DESCRIBE prints them as a map no parser can split)."""
+    jvm = spark._jvm
+    db, name = table.split(".")
+    partition = (
+        spark._jsparkSession.sharedState()
+        .externalCatalog()
+        .getPartition(db, name, jvm.org.apache.spark.api.python.PythonUtils.toScalaMap(spec))
+    )
+    return dict(jvm.scala.jdk.javaapi.CollectionConverters.asJava(partition.parameters()))
+
+
+def test_the_switch_keeps_records_in_partition_parameters(spark, tmp_path):
+    """Moving a partition with a record stores the record in the partition's
+    parameters (Spark's own statistics kept), returns the record it had;
+    a move without a record leaves the parameters alone; a new partition is
+    created with its record and the table's storage format; the table
+    properties given are set; the records function names each partition as
+    SHOW PARTITIONS does, awkward values included."""
+    spark.sql("create database if not exists records")
+    table = "records.t"
+    spark.sql(f"create table {table} (v int, `Day` string) using parquet partitioned by (`Day`)")
+    awkward = "a b/c'd=e%f"
+    spark.sql(f"insert into {table} values (1, 'x'), (2, {sql_string(awkward)})")
+    spark.sql(f"analyze table {table} partition (`Day`) compute statistics")
+    listed = [r[0] for r in spark.sql(f"show partitions {table}").collect()]
+    assert _records(spark, table) == dict.fromkeys(listed)
+    stats_before = {k: v for k, v in _parameters(spark, table, {"day": "x"}).items() if k.startswith("spark.sql")}
+
+    folders = {}
+    for name, v in (("x2", 10), ("new", 30), ("awk2", 20)):
+        folders[name] = tmp_path / name
+        spark.range(1).selectExpr(f"cast({v} as int) as v").write.parquet(str(folders[name]))
+    first = {"hash": "spark", "buckets": 4, "path": "Day=x"}
+    returned = _switch(
+        spark,
+        table,
+        [
+            {"spec": {"day": "x"}, "location": f"file:{folders['x2']}", "record": json.dumps(first)},
+            {"spec": {"day": "y"}, "location": f"file:{folders['new']}", "record": '{"new": 1}', "create": True},
+        ],
+        {contracts.FORMAT_VERSION_KEY: "2"},
+    )
+    assert returned == [(returned[0][0], None), (None, None)] and returned[0][0]
+    params = _parameters(spark, table, {"day": "x"})
+    assert json.loads(params[RECORD_KEY]) == first
+    assert {k: v for k, v in params.items() if k.startswith("spark.sql")} == stats_before
+    assert spark.sql(f"show tblproperties {table} ('{contracts.FORMAT_VERSION_KEY}')").collect()[0][1] == "2"
+    assert sorted((r.v, r.Day) for r in spark.sql(f"select * from {table}").collect()) == [
+        (2, awkward),
+        (10, "x"),
+        (30, "y"),
+    ]
+
+    # The awkward partition without a record: its parameters stay as they
+    # were (but the time of the last change, which the metastore sets).
+    awkward_spec = {"day": awkward}
+
+    def kept(params: dict) -> dict:
+        return {k: v for k, v in params.items() if k != "transient_lastDdlTime"}
+
+    before = kept(_parameters(spark, table, awkward_spec))
+    _switch(spark, table, [{"spec": {"Day": awkward}, "location": f"file:{folders['awk2']}"}])
+    assert kept(_parameters(spark, table, awkward_spec)) == before and before
+    listed = [r[0] for r in spark.sql(f"show partitions {table}").collect()]
+    records = _records(spark, table)
+    assert sorted(records) == sorted(listed) and len(listed) == 3
+    (awkward_path,) = set(listed) - {"Day=x", "Day=y"}
+    assert {p: json.loads(r) if r else None for p, r in records.items()} == {
+        "Day=x": first,
+        "Day=y": {"new": 1},
+        awkward_path: None,
+    }
+
+    # A second move returns the record it replaces.
+    second = dict(first, buckets=8)
+    returned = _switch(
+        spark, table, [{"spec": {"day": "x"}, "location": f"file:{folders['x2']}", "record": json.dumps(second)}]
+    )
+    assert json.loads(returned[0][1]) == first
+    assert json.loads(_records(spark, table)["Day=x"]) == second
+
+
+def test_a_record_longer_than_a_parameter_value_is_split_and_read_whole(spark, tmp_path):
+    """A Hive 2.3 metastore holds a partition parameter's value in 4,000
+    characters: a longer record is stored in parts and read back whole, and
+    a shorter one replacing it leaves no part behind."""
+    spark.sql("create database if not exists records")
+    table = "records.long"
+    spark.sql(f"create table {table} (v int, day string) using parquet partitioned by (day)")
+    spark.sql(f"insert into {table} values (1, 'a')")
+    folder = tmp_path / "f"
+    spark.range(1).selectExpr("cast(id as int) as v").write.parquet(str(folder))
+    # 9,000 characters, with a character outside the BMP (a surrogate pair) across the first boundary.
+    long_record = json.dumps({"values": {"day": "x" * 3985 + "\U0001f600" + "y" * 5000}}, ensure_ascii=False)
+    assert len(long_record) > 2 * 4000
+    _switch(spark, table, [{"spec": {"day": "a"}, "location": f"file:{folder}", "record": long_record}])
+    assert _records(spark, table) == {"day=a": long_record}
+    params = _parameters(spark, table, {"day": "a"})
+    assert RECORD_KEY not in params and params[f"{RECORD_KEY}.numParts"] == "3"
+    returned = _switch(spark, table, [{"spec": {"day": "a"}, "location": f"file:{folder}", "record": "{}"}])
+    assert returned[0][1] == long_record
+    params = _parameters(spark, table, {"day": "a"})
+    assert params[RECORD_KEY] == "{}" and not [k for k in params if k.startswith(RECORD_KEY + ".")]

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 
-from harness.spark import sql_string
+from harness.dbt_project import failure_text
+from harness.spark import extension_on, sql_string
 from spark_bucketing import contracts
+from spark_bucketing.metadata import SparkClient, read_table_metadata
+from tests.support.incremental import Expected, declared, step
 
 RECORD_KEY = contracts.PARTITION_RECORD_KEY
 
@@ -129,3 +132,68 @@ def test_a_record_longer_than_a_parameter_value_is_split_and_read_whole(spark, t
     assert returned[0][1] == long_record
     params = _parameters(spark, table, {"day": "a"})
     assert params[RECORD_KEY] == "{}" and not [k for k in params if k.startswith(RECORD_KEY + ".")]
+
+
+def _props(spark, table: str) -> dict[str, str]:
+    return {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+
+
+def _summary(spark, table: str) -> dict:
+    """{(buckets, hash): count} of the table's format-2 summary."""
+    summary = json.loads(_props(spark, table)[contracts.METADATA_PREFIX + "partitions"])
+    return {(e["spec"]["buckets"], e["spec"]["hash"]): e["count"] for e in summary["specs"].values()}
+
+
+def test_a_table_keeps_its_records_in_partition_parameters_through_its_runs(spark, dbt_project):
+    """bucket_records='partition_parameters': the first build, incremental
+    runs, a bucket-count evolution and its convergence keep every record in
+    its partition (none in the table's properties) and the summary's counts
+    right; the package's tests pass at every step; moving to table
+    properties and back carries every record."""
+    expected = Expected()
+    name = "records_runs"
+    base = {"bucket_records": "partition_parameters", "rows": 40}
+    with extension_on(spark):
+        table = step(spark, dbt_project, name, expected, {**base, "days": [0, 1, 2]})
+        props = _props(spark, table)
+        assert props[contracts.FORMAT_VERSION_KEY] == "2"
+        assert not [k for k in props if k.startswith(contracts.PARTITION_KEY_PREFIX)]
+        assert _summary(spark, table) == {(8, "hive"): 3}
+        assert sorted(_records(spark, table)) == [f"day=2024-01-0{d}" for d in (1, 2, 3)]
+
+        step(spark, dbt_project, name, expected, {**base, "days": [2, 3], "tag": 1})
+        assert _summary(spark, table) == {(8, "hive"): 4}
+        assert declared(spark, table) == {"hash": "hive", "clustered_by": ["k"], "buckets": 8, "sorted_by": ["id"]}
+        result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+        assert result.success, failure_text(result)
+
+        evolve = {**base, "buckets": 16, "on_change": "evolve"}
+        step(spark, dbt_project, name, expected, {**evolve, "days": [3, 4], "tag": 2})
+        assert _summary(spark, table) == {(8, "hive"): 3, (16, "hive"): 2}
+        assert declared(spark, table) is None
+        result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+        assert result.success, failure_text(result)
+        step(spark, dbt_project, name, expected, {**evolve, "days": [0, 1, 2], "tag": 3})
+        assert _summary(spark, table) == {(16, "hive"): 5}
+        assert declared(spark, table)["buckets"] == 16
+
+        records = {p: json.loads(r) for p, r in _records(spark, table).items()}
+        step(
+            spark, dbt_project, name, expected, {**evolve, "bucket_records": "table_properties", "days": [4], "tag": 4}
+        )
+        props = _props(spark, table)
+        assert props[contracts.FORMAT_VERSION_KEY] == "1" and contracts.METADATA_PREFIX + "partitions" not in props
+        in_props = {r.path: r for r in read_table_metadata(SparkClient(spark), table).partitions}
+        assert sorted(in_props) == sorted(records)
+        assert {p: r.location for p, r in in_props.items() if p != "day=2024-01-05"} == {
+            p: r["location"] for p, r in records.items() if p != "day=2024-01-05"
+        }
+        result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+        assert result.success, failure_text(result)
+
+        step(spark, dbt_project, name, expected, {**evolve, "days": [5], "tag": 5})
+        assert _summary(spark, table) == {(16, "hive"): 6}
+        assert not [k for k in _props(spark, table) if k.startswith(contracts.PARTITION_KEY_PREFIX)]
+        assert declared(spark, table)["buckets"] == 16
+        result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+        assert result.success, failure_text(result)

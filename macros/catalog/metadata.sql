@@ -17,12 +17,12 @@
   {{ return(key if key | length <= 256 else spark_bucketing.metadata_prefix() ~ 'partition.md5:' ~ local_md5(path)) }}
 {% endmacro %}
 
-{% macro metadata_properties(spec, stats, accounting=none) %}
-  {#- The properties that record `stats` (from partition_stats) written with
-      `spec`, and a merge's row accounting of each partition. -#}
-  {%- set prefix = spark_bucketing.metadata_prefix() -%}
+{% macro stats_records(spec, stats, accounting=none) %}
+  {#- {path: record} of `stats` (from partition_stats) written with `spec`,
+      with a merge's row accounting of each partition: the one place a
+      record is made, whichever format stores it. -#}
   {%- set record = spark_bucketing.spec_record(spec) -%}
-  {%- set props = {prefix ~ 'format_version': '1', prefix ~ 'spec': tojson(record)} -%}
+  {%- set out = {} -%}
   {%- for s in stats -%}
     {%- set entry = record.copy() -%}
     {%- do entry.update({'files': s.files, 'rows': s.rows, 'location': s.location, 'values': s['values'],
@@ -30,7 +30,17 @@
     {%- if accounting is not none -%}
       {%- do entry.update({'merge': accounting[spark_bucketing.values_key(s['values'], spec.partition_by)]}) -%}
     {%- endif -%}
-    {%- do props.update({spark_bucketing.partition_key(s.path) if spec.partition_by else (prefix ~ 'table'): tojson(entry)}) -%}
+    {%- do out.update({s.path: entry}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro metadata_properties(spec, stats, accounting=none) %}
+  {#- Format 1: the properties that record `stats` written with `spec`. -#}
+  {%- set prefix = spark_bucketing.metadata_prefix() -%}
+  {%- set props = {prefix ~ 'format_version': '1', prefix ~ 'spec': tojson(spark_bucketing.spec_record(spec))} -%}
+  {%- for path, entry in spark_bucketing.stats_records(spec, stats, accounting).items() -%}
+    {%- do props.update({spark_bucketing.partition_key(path) if spec.partition_by else (prefix ~ 'table'): tojson(entry)}) -%}
   {%- endfor -%}
   {{ return(props) }}
 {% endmacro %}
@@ -57,13 +67,27 @@
   {{ return(found | select('in', props) | list) }}
 {% endmacro %}
 
-{% macro read_metadata(relation, props=none) %}
+{% macro read_metadata(relation, props=none, records=true) %}
   {#- {'spec': record or none, 'partitions': {path: record}, 'keys': {path: property key},
-       'table': record or none, 'version': format version or none}. The
-      records are parsed in one fromjson and paired with their keys by zip:
-      on 10,000 partitions a Jinja step per record costs most of a second. -#}
+       'table': record or none, 'version': format version or none,
+       'summary': format 2's summary or none}. The records are parsed in one
+      fromjson and paired with their keys by zip: on 10,000 partitions a
+      Jinja step per record costs most of a second. In format 2
+      (partition_records.sql) the records are read from the partitions
+      (with the session extension) unless `records` is false: a run reads
+      only the summary. -#}
   {%- set props = props if props is not none else spark_bucketing.table_properties(relation) -%}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
+  {%- if props.get(prefix ~ 'format_version') == '2' -%}
+    {%- set summary = fromjson(props.get(spark_bucketing.summary_key(), 'null')) -%}
+    {%- set out = {'spec': fromjson(props.get(prefix ~ 'spec', 'null')), 'partitions': {}, 'keys': {}, 'table': none, 'version': '2',
+                   'summary': summary if summary is mapping and 'specs' in summary else none} -%}
+    {%- if records -%}
+      {%- do spark_bucketing.require_records_extension(relation, spark_bucketing.extension_loaded(), "cannot be read") -%}
+      {%- do out.update({'partitions': dict(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none'))}) -%}
+    {%- endif -%}
+    {{ return(out) }}
+  {%- endif -%}
   {%- set part_prefix = prefix ~ 'partition.' -%}
   {%- set keys = spark_bucketing.prefixed_keys(props, part_prefix) -%}
   {%- set values = props.items() | selectattr('0', 'in', set(keys)) | map(attribute='1') | list -%}
@@ -84,7 +108,7 @@
     {%- for key, rec in zip(keys, records) -%}{%- do paths.append(rec.get('path', key[part_prefix | length:])) -%}{%- endfor -%}
   {%- endif -%}
   {%- set out = {'spec': none, 'partitions': dict(zip(paths, records)), 'keys': dict(zip(paths, keys)), 'table': none,
-                 'version': props.get(prefix ~ 'format_version')} -%}
+                 'version': props.get(prefix ~ 'format_version'), 'summary': none} -%}
   {%- if prefix ~ 'spec' in props -%}{%- do out.update({'spec': fromjson(props[prefix ~ 'spec'])}) -%}{%- endif -%}
   {%- if prefix ~ 'table' in props -%}{%- do out.update({'table': fromjson(props[prefix ~ 'table'])}) -%}{%- endif -%}
   {{ return(out) }}

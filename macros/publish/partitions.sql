@@ -126,15 +126,20 @@
       metadata and the catalog's list; only a change to a bucketed
       declaration reads the other partitions (verified_spec). -#}
   {%- do spark_bucketing.unset_properties(rels.target, published.unlisted_keys) -%}
-  {%- set records = published.records.values() | list -%}
-  {%- set common = namespace(spec=spark_bucketing.spec_record(spec) if records | length == 0 else records[0]) -%}
-  {%- if none in records or not spark_bucketing.equal_spec_fields(records) -%}
-    {%- for rec in records if common.spec is not none -%}
-      {#- Equal fields are the same spec: same_spec (a macro call) only for the rest. -#}
-      {%- if rec is none or not (rec.hash == common.spec.hash and rec.buckets == common.spec.buckets
-          and rec.clustered_by == common.spec.clustered_by and rec.sorted_by == common.spec.sorted_by
-          or spark_bucketing.same_spec(rec, common.spec)) -%}{%- set common.spec = none -%}{%- endif -%}
-    {%- endfor -%}
+  {%- if published.records is none -%}
+    {#- Format 2: the spec counts decided it. -#}
+    {%- set common = namespace(spec=published.common) -%}
+  {%- else -%}
+    {%- set records = published.records.values() | list -%}
+    {%- set common = namespace(spec=spark_bucketing.spec_record(spec) if records | length == 0 else records[0]) -%}
+    {%- if none in records or not spark_bucketing.equal_spec_fields(records) -%}
+      {%- for rec in records if common.spec is not none -%}
+        {#- Equal fields are the same spec: same_spec (a macro call) only for the rest. -#}
+        {%- if rec is none or not (rec.hash == common.spec.hash and rec.buckets == common.spec.buckets
+            and rec.clustered_by == common.spec.clustered_by and rec.sorted_by == common.spec.sorted_by
+            or spark_bucketing.same_spec(rec, common.spec)) -%}{%- set common.spec = none -%}{%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
   {%- endif -%}
   {%- if not spark_bucketing.same_spec(published.declared, common.spec) -%}
     {%- set stats = none if common.spec is none else spark_bucketing.partition_stats(rels.target, spec.partition_by) -%}
@@ -159,13 +164,26 @@
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- set declared = spark_bucketing.undeclare_other_spec(rels, info, spec) -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
-  {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog, scope.batched) -%}
-  {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
-  {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
-  {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied) -%}
+  {%- if spark_bucketing.records_format(spec) == '2' -%}
+    {%- set switched = spark_bucketing.switch_and_record(rels, meta, spec, checked.stats, scope, plan.accounting) -%}
+    {%- set left = switched.left -%}
+    {%- set published = {'records': none, 'common': spark_bucketing.common_spec(switched.counts) if switched.counts else spark_bucketing.spec_record(spec),
+                         'unlisted_keys': [], 'declared': declared, 'written': checked.stats | map(attribute='path') | list} -%}
+  {%- else -%}
+    {%- if meta.version == '2' -%}
+      {#- Back to format 1: every record into the table's properties first. -#}
+      {%- set meta = spark_bucketing.read_metadata(rels.target) -%}
+      {%- do spark_bucketing.records_to_properties(rels.target, meta.partitions) -%}
+    {%- endif -%}
+    {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog, scope.batched) -%}
+    {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
+    {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
+    {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied) -%}
+    {%- set published = spark_bucketing.published_state(meta, scope, checked.stats, written_props, declared) -%}
+  {%- endif -%}
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
-  {%- do spark_bucketing.converge(rels, spec, spark_bucketing.published_state(meta, scope, checked.stats, written_props, declared)) -%}
+  {%- do spark_bucketing.converge(rels, spec, published) -%}
   {%- set obsolete = [] -%}
   {%- for folder in (left or []) + (checked.replaced.values() | map(attribute='location') | list)
       if folder and spark_bucketing.is_under(folder, info.location) -%}

@@ -38,6 +38,14 @@
     {%- call statement('spark_bucketing_add_partitions') -%}{{ sql }}{%- endcall -%}
   {%- endfor -%}
   {%- set props = spark_bucketing.table_properties(target) -%}
+  {%- if props.get(spark_bucketing.metadata_prefix() ~ 'format_version') == '2' -%}
+    {#- Format 2: the records go with their partitions into the new entry. -#}
+    {%- set records = dict(spark_bucketing.all_partition_records(target).items() | rejectattr('1', 'none')) -%}
+    {%- set values = spark_bucketing.paths_values(records.keys() | list) -%}
+    {%- set moves = [] -%}
+    {%- for path, rec in records.items() -%}{%- do moves.append({'spec': values[path], 'record': tojson(rec)}) -%}{%- endfor -%}
+    {%- if moves -%}{%- do run_query(spark_bucketing.switch_with_records_sql(rels.respec, moves, {})) -%}{%- endif -%}
+  {%- endif -%}
   {%- set keys = set(spark_bucketing.prefixed_keys(props, spark_bucketing.metadata_prefix())) -%}
   {%- do spark_bucketing.set_properties(rels.respec, dict(props.items() | selectattr('0', 'in', keys))) -%}
   {%- do spark_bucketing.checkpoint('redeclare_before_swap') -%}
@@ -52,8 +60,9 @@
       partition behind the package's back: its record is then stale, and
       declaring the spec could promise a layout those files break. The run's
       own partitions were verified before the switch (verify_partitions). -#}
+  {%- set records = published.records if published.records is not none else spark_bucketing.all_partition_records(target) -%}
   {%- for s in stats if s.path not in published.written -%}
-    {%- set rec = published.records.get(s.path) -%}
+    {%- set rec = records.get(s.path) -%}
     {%- if rec is none or not spark_bucketing.same_location(rec.location, s.location) or rec.files != s.files or rec.rows != s.rows -%}
       {%- do log("spark_bucketing: partition " ~ s.path ~ " of " ~ target ~ " holds " ~ s.rows ~ " rows in " ~ s.files
           ~ " files, not what its record says; the table stays declared unbucketed until the partition is rewritten", info=true) -%}

@@ -26,7 +26,12 @@
                  'extension': spark_bucketing.extension_active()} -%}
   {%- if not run.full_refresh -%}
     {#- The table's properties are read once per run. -#}
-    {%- set meta = spark_bucketing.read_metadata(existing) -%}
+    {%- set meta = spark_bucketing.read_metadata(existing, records=false) -%}
+    {%- if meta.version == '2' or spark_bucketing.records_format(spec) == '2' -%}
+      {#- Format 2's records are written and read by the extension's statements, whether or not its planning is on. -#}
+      {%- do spark_bucketing.require_records_extension(existing, spark_bucketing.extension_loaded(), "cannot be run incrementally") -%}
+      {%- do run.update({'extension': true}) -%}
+    {%- endif -%}
     {%- do run.update({'meta': meta, 'rebuild': spark_bucketing.check_incremental_target(spec, columns, info, meta, incr)}) -%}
     {#- From here on, the table's own column names and order: the rows are
         selected by name into them, and new partition folders are named as

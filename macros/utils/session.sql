@@ -22,6 +22,11 @@
       (the switch is on unless set to false). SET commands, whose answer
       comes with the statement: a SELECT, even of literals, is a fresh JVM's
       first query and costs about 0.3-0.4 s more there. -#}
-  {%- set loaded = spark_bucketing.extension_class() in spark_bucketing.get_conf('spark.sql.extensions').split(',') | map('trim') | list -%}
-  {{ return(loaded and spark_bucketing.get_conf(spark_bucketing.extension_switch()) | trim | lower != 'false') }}
+  {{ return(spark_bucketing.extension_loaded() and spark_bucketing.get_conf(spark_bucketing.extension_switch()) | trim | lower != 'false') }}
+{% endmacro %}
+
+{% macro extension_loaded() %}
+  {#- Whether the session loaded the extension (its statements and table
+      functions answer even where its switch is off). -#}
+  {{ return(spark_bucketing.extension_class() in spark_bucketing.get_conf('spark.sql.extensions').split(',') | map('trim') | list) }}
 {% endmacro %}

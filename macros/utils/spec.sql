@@ -23,12 +23,22 @@
   {{ return(out) }}
 {% endmacro %}
 
+{% macro spec_key(rec) %}
+  {#- A spec (or a record holding one) as a string equal for equal specs,
+      none for none. Column names compare case-insensitively, as Spark
+      resolves them. -#}
+  {%- if rec is none -%}{{ return(none) }}{%- endif -%}
+  {{ return(tojson({'hash': rec.hash, 'buckets': rec.buckets, 'clustered_by': rec.clustered_by | map('lower') | list,
+                    'sorted_by': rec.sorted_by | map('lower') | list})) }}
+{% endmacro %}
+
 {% macro same_spec(a, b) %}
-  {#- Column names compare case-insensitively, as Spark resolves them. -#}
-  {%- if a is none or b is none -%}{{ return(a is none and b is none) }}{%- endif -%}
-  {{ return(a.hash == b.hash and a.buckets == b.buckets
-      and a.clustered_by | map('lower') | list == b.clustered_by | map('lower') | list
-      and a.sorted_by | map('lower') | list == b.sorted_by | map('lower') | list) }}
+  {{ return(spark_bucketing.spec_key(a) == spark_bucketing.spec_key(b)) }}
+{% endmacro %}
+
+{% macro spec_record_of(rec) %}
+  {#- The spec fields of a partition's record. -#}
+  {{ return({'hash': rec.hash, 'clustered_by': rec.clustered_by, 'buckets': rec.buckets, 'sorted_by': rec.sorted_by}) }}
 {% endmacro %}
 
 {% macro describe_spec(s) %}

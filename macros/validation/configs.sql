@@ -65,6 +65,12 @@
     {%- do spark_bucketing.config_error('verify_layout', "must be true, 'rows' or false, got " ~ verify_layout, "set verify_layout=true (default), 'rows' or false") -%}
   {%- endif -%}
 
+  {%- set bucket_records = config.get('bucket_records', 'table_properties') -%}
+  {%- if bucket_records not in ('table_properties', 'partition_parameters') -%}
+    {%- do spark_bucketing.config_error('bucket_records', "must be 'table_properties' or 'partition_parameters', got '" ~ bucket_records ~ "'",
+        "keep the default 'table_properties', or set 'partition_parameters' (needs the session extension) for tables of thousands of partitions") -%}
+  {%- endif -%}
+
   {%- set location_root = config.get('location_root') -%}
   {{ return({
       'clustered_by': clustered_by,
@@ -74,6 +80,7 @@
       'bucket_hash': bucket_hash,
       'file_format': file_format,
       'verify_layout': verify_layout,
+      'bucket_records': bucket_records,
       'location_root': location_root.rstrip('/') if location_root else none,
   }) }}
 {% endmacro %}

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from harness.dbt_project import DbtProject, failure_text, with_vars
 from spark_bucketing import hashing
 from spark_bucketing.files import bucket_of, local_path
-from spark_bucketing.metadata import SparkClient, partition_records, read_table_metadata
+from spark_bucketing.metadata import SparkClient, read_table_metadata
 
 MODEL_SQL = """
 {{ config(
@@ -26,6 +26,7 @@ MODEL_SQL = """
     on_bucket_change=var('on_change', 'fail'),
     partitions=var('partitions', none),
     verify_layout=var('verify_layout', true),
+    bucket_records=var('bucket_records', 'table_properties'),
 ) }}
 select cast(pmod(hash(id, {{ var('tag', 0) }}), {{ var('keys', 300) }}) as int) as k,
        concat('v{{ var("tag", 0) }}-', id) as payload,
@@ -119,7 +120,6 @@ def table_rows(spark: SparkSession, table: str) -> Counter:
 def metadata(spark: SparkSession, table: str) -> dict:
     """{partition path ('' for an unpartitioned table): its record}, read by
     the package's one Python reader of the metadata format."""
-    props = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
     return {
         r.path: {
             "hash": r.spec.hash,
@@ -129,7 +129,7 @@ def metadata(spark: SparkSession, table: str) -> dict:
             "values": r.values,
             "merge": r.merge,
         }
-        for r in partition_records(props)
+        for r in read_table_metadata(SparkClient(spark), table).partitions
     }
 
 

@@ -1,10 +1,12 @@
 """Reading a table's bucket spec and partition-level bucket metadata.
 
-The one Python reader of the metadata format (version 1), written by the
-dbt macros in macros/catalog/metadata.sql and documented in docs/metadata.md:
-table properties ``spark_bucketing.spec`` (latest spec),
-``spark_bucketing.partition.<path>`` (one JSON record per partition) and
-``spark_bucketing.table`` (unpartitioned).
+The one Python reader of the metadata format, written by the dbt macros in
+macros/catalog/metadata.sql and macros/catalog/partition_records.sql and
+documented in docs/metadata.md: table properties ``spark_bucketing.spec``
+(latest spec), ``spark_bucketing.partition.<path>`` (version 1: one JSON
+record per partition) and ``spark_bucketing.table`` (unpartitioned); in
+version 2 each partition's record is in its own partition parameters, read
+through the session extension's ``spark_bucketing_records`` table function.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from spark_bucketing.contracts import FORMAT_VERSION_KEY, PARTITION_KEY_PREFIX, SPEC_KEY, TABLE_KEY
+from spark_bucketing.contracts import (
+    FORMAT_VERSION_KEY,
+    PARTITION_KEY_PREFIX,
+    PARTITION_RECORDS_FUNCTION,
+    SPEC_KEY,
+    TABLE_KEY,
+)
 
 
 class SqlClient(Protocol):
@@ -137,30 +145,49 @@ def read_table_metadata(client: SqlClient, table: str) -> TableMetadata:
     meta.built_by_package = FORMAT_VERSION_KEY in props
     if SPEC_KEY in props:
         meta.latest = BucketSpec.from_record(json.loads(props[SPEC_KEY]))
-    meta.partitions = partition_records(props)
+    if props.get(FORMAT_VERSION_KEY) == "2":
+        meta.partitions = records_in_partitions(client, table)
+    else:
+        meta.partitions = partition_records(props)
     return meta
 
 
+def _record(path: str, rec: dict) -> PartitionRecord:
+    return PartitionRecord(
+        path=path,
+        spec=BucketSpec.from_record(rec),
+        files=int(rec.get("files", 0)),
+        rows=int(rec.get("rows", 0)),
+        location=rec.get("location", ""),
+        values=rec.get("values") or {},
+        written_at=rec.get("written_at", ""),
+        merge=rec.get("merge"),
+    )
+
+
 def partition_records(props: dict[str, str]) -> list[PartitionRecord]:
-    """The partition records among a table's properties (an unpartitioned
-    table's one record has the path ''), sorted by property key."""
+    """Format 1: the partition records among a table's properties (an
+    unpartitioned table's one record has the path ''), sorted by property key."""
     out = []
     for key, value in sorted(props.items()):
         if key.startswith(PARTITION_KEY_PREFIX) or key == TABLE_KEY:
             rec = json.loads(value)
-            out.append(
-                PartitionRecord(
-                    path=rec.get("path", key[len(PARTITION_KEY_PREFIX) :]) if key != TABLE_KEY else "",
-                    spec=BucketSpec.from_record(rec),
-                    files=int(rec.get("files", 0)),
-                    rows=int(rec.get("rows", 0)),
-                    location=rec.get("location", ""),
-                    values=rec.get("values") or {},
-                    written_at=rec.get("written_at", ""),
-                    merge=rec.get("merge"),
-                )
-            )
+            out.append(_record(rec.get("path", key[len(PARTITION_KEY_PREFIX) :]) if key != TABLE_KEY else "", rec))
     return out
+
+
+def records_in_partitions(client: SqlClient, table: str) -> list[PartitionRecord]:
+    """Format 2: each partition's record from its partition parameters,
+    through the session extension's table function (sorted by path)."""
+    try:
+        rows = client.query(f"select path, record from {PARTITION_RECORDS_FUNCTION}('{table}')")
+    except Exception as e:
+        raise RuntimeError(
+            f"{table} keeps its partitions' records in partition parameters (bucket_records='partition_parameters'),"
+            f" which only the session extension reads: load it in the Spark this reads through"
+            f" (`spark-bucketing extension` prints the settings): {e}"
+        ) from e
+    return [_record(path, json.loads(value)) for path, value in sorted(rows) if value is not None]
 
 
 class SparkClient:

@@ -15,10 +15,12 @@ import org.apache.spark.sql.hive.HiveCatalogPartitions
 import org.apache.spark.sql.types.{DataType, StringType, StructType}
 import org.apache.spark.sparkbucketing.SparkFileNames
 
-/** One partition's move: its spec, its new folder, the record to keep in
- *  its parameters (metadata format 2; None leaves its parameters as they
- *  are) and whether the run adds it (it is not listed yet). */
-case class PartitionMove(spec: Map[String, String], location: String, record: Option[String], create: Boolean)
+/** One partition's move: its spec, its new folder (None keeps the one it
+ *  has), the record to keep in its parameters (metadata format 2; None
+ *  leaves its parameters as they are), and whether the run adds it (it is
+ *  not listed yet) or drops it. */
+case class PartitionMove(
+    spec: Map[String, String], location: Option[String], record: Option[String], create: Boolean, drop: Boolean)
 
 /** Points many partitions of a table at new folders in one metastore call:
  *
@@ -26,17 +28,19 @@ case class PartitionMove(spec: Map[String, String], location: String, record: Op
  *
  *  where <json> is [{"spec": {column: value}, "location": folder}, ...], or
  *  {"moves": [...], "table_properties": {key: value}} where a move may also
- *  carry "record" (a string) and "create": true. Spark SQL's ALTER TABLE ..
- *  PARTITION .. SET LOCATION moves one partition per statement, each its own
- *  metastore call. This reads the partitions, then hands all of them to the
- *  session catalog's alterPartitions at once: for a Hive metastore one
- *  alter_partitions call, which the metastore applies in one transaction
- *  (every partition moves, or none does). The partitions to create are
- *  added after it in one createPartitions call (one transaction), with the
- *  table's storage format, as ALTER TABLE .. ADD PARTITION adds them.
- *  `table_properties` are set on the table before any partition moves.
- *  Returns each partition's previous folder and record (NULL for one it
- *  creates). */
+ *  carry "record" (a string), "create": true or "drop": true, and may leave
+ *  out "location". Spark SQL's ALTER TABLE .. PARTITION .. SET LOCATION
+ *  moves one partition per statement, each its own metastore call. This
+ *  reads the partitions, then hands all of them to the session catalog's
+ *  alterPartitions at once: for a Hive metastore one alter_partitions call,
+ *  which the metastore applies in one transaction (every partition moves,
+ *  or none does). The partitions to create are added after it in one
+ *  createPartitions call, with the table's storage format as ALTER TABLE ..
+ *  ADD PARTITION adds them, and those to drop dropped in one dropPartitions
+ *  call, as ALTER TABLE .. DROP IF EXISTS PARTITION drops them. Each of
+ *  the two is one transaction. `table_properties` are set on the table
+ *  before any partition changes. Returns each partition's previous folder
+ *  and record (NULL for one it creates or that was not there). */
 case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[PartitionMove], tableProperties: Map[String, String])
     extends LeafRunnableCommand {
 
@@ -56,25 +60,35 @@ case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[Partition
         field -> value
       }
     }
-    val (existing, created) = moves.zip(specs).partition { case (move, _) => !move.create }
+    val indexed = moves.zip(specs)
+    val existing = indexed.filter { case (m, _) => !m.create && !m.drop }
+    val dropped = indexed.filter(_._1.drop)
+    val created = indexed.filter(_._1.create)
     val found = HiveCatalogPartitions.get(session, meta, existing.map(_._2))
+    val droppedFound = HiveCatalogPartitions.find(session, meta, dropped.map(_._2))
     def parameters(old: Map[String, String], move: PartitionMove) =
       move.record.map(r => RecordParameters.without(old) ++ RecordParameters.of(r)).getOrElse(old)
+    def uri(location: String) = CatalogUtils.stringToURI(location)
     val updated = found.zip(existing).map { case (old, (move, _)) =>
       old.copy(
-        storage = old.storage.copy(locationUri = Some(CatalogUtils.stringToURI(move.location))),
+        storage = move.location.map(l => old.storage.copy(locationUri = Some(uri(l)))).getOrElse(old.storage),
         parameters = parameters(old.parameters, move))
     }
     val added = created.map { case (move, spec) =>
-      CatalogTablePartition(spec, meta.storage.copy(locationUri = Some(CatalogUtils.stringToURI(move.location))),
-        parameters(Map.empty, move))
+      val location = move.location.getOrElse(
+        throw new IllegalArgumentException(s"${Contracts.SwitchStatement}: a partition to create needs its location"))
+      CatalogTablePartition(spec, meta.storage.copy(locationUri = Some(uri(location))), parameters(Map.empty, move))
     }
+    val toDrop = droppedFound.flatten.map(_.spec)
     if (tableProperties.nonEmpty) catalog.alterTable(meta.copy(properties = meta.properties ++ tableProperties))
     if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
     if (added.nonEmpty) catalog.createPartitions(meta.identifier, added, ignoreIfExists = false)
-    if (updated.nonEmpty || added.nonEmpty) session.catalog.refreshTable(meta.identifier.quotedString)
-    val previous = existing.map(_._2).zip(found).toMap
-    specs.map(spec => previous.get(spec) match {
+    if (toDrop.nonEmpty) {
+      catalog.dropPartitions(meta.identifier, toDrop, ignoreIfNotExists = true, purge = false, retainData = false)
+    }
+    if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty) session.catalog.refreshTable(meta.identifier.quotedString)
+    val previous = (existing.map(_._2).zip(found.map(Option(_))) ++ dropped.map(_._2).zip(droppedFound)).toMap
+    specs.map(spec => previous.get(spec).flatten match {
       case Some(old) => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull, RecordParameters.read(old.parameters).orNull)
       case None => Row(null, null)
     })
@@ -178,8 +192,9 @@ object BucketingStatements {
       val list = if (body.isArray) body else body.path("moves")
       val moves = list.elements().asScala.map { entry =>
         val spec = entry.get("spec").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
-        PartitionMove(spec, entry.get("location").asText(), Option(entry.get("record")).filterNot(_.isNull).map(_.asText()),
-          entry.path("create").asBoolean(false))
+        def text(key: String) = Option(entry.get(key)).filterNot(_.isNull).map(_.asText())
+        PartitionMove(spec, text("location"), text("record"), entry.path("create").asBoolean(false),
+          entry.path("drop").asBoolean(false))
       }.toSeq
       val props = body.path("table_properties").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
       Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props))

@@ -1,0 +1,79 @@
+{#- The run's steps that store records in format 2 (catalog/partition_records.sql):
+    each writes the records into the partitions through the extension's
+    switch, and the summary into the table's properties. -#}
+
+{% macro switch_and_record(rels, meta, spec, stats, scope, accounting) %}
+  {#- Format 2's switch and record, in two statements: the extension's
+      switch (the summary marked pending first, then the replaced
+      partitions moved and the new ones added, each with its record, the
+      emptied ones dropped; a table in format 1 also gets every other
+      listed partition's record, from its properties), then the summary and
+      spec in the table's properties (with format 1's records unset).
+      Returns {'left': the replaced partitions' previous folders, 'counts':
+      the spec counts after the run, 'listed': the listed paths after it}. -#}
+  {%- set counts = spark_bucketing.current_counts(rels.target, meta, scope.catalog) -%}
+  {%- set records = spark_bucketing.stats_records(spec, stats, accounting) -%}
+  {%- set moves = spark_bucketing.record_moves(stats, records, scope.catalog) -%}
+  {%- set replaced = stats | map(attribute='path') | select('in', scope.catalog) | list -%}
+  {%- for values in scope.emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
+  {%- if meta.version != '2' -%}
+    {#- Moving from format 1: the records of the partitions this run leaves
+        go into their partitions, their folders unchanged. -#}
+    {%- set kept = meta.partitions.items() | selectattr('0', 'in', scope.catalog) | rejectattr('0', 'in', records)
+        | rejectattr('0', 'in', scope.emptied) | list -%}
+    {%- set kept_values = spark_bucketing.paths_values(kept | map(attribute='0') | list) -%}
+    {%- for path, rec in kept -%}{%- do moves.append({'spec': kept_values[path], 'record': tojson(rec)}) -%}{%- endfor -%}
+  {%- endif -%}
+  {%- set pending = {spark_bucketing.metadata_prefix() ~ 'format_version': '2',
+                     spark_bucketing.summary_key(): tojson({'pending': invocation_id})} -%}
+  {%- set result = run_query(spark_bucketing.switch_with_records_sql(rels.target, moves, pending)) -%}
+  {%- do spark_bucketing.checkpoint('mid_switch') -%}
+  {#- The switch's rows follow the moves: the written partitions (the
+      replaced ones among them), then the dropped ones. -#}
+  {%- set rows = zip(moves, result.columns[0].values(), result.columns[1].values()) | list -%}
+  {%- set n = stats | length -%}
+  {%- set written_rows = rows[:n] -%}
+  {%- set left = written_rows | rejectattr('0.create') | map(attribute='1') | list -%}
+  {%- set removed_paths = replaced + (scope.emptied.keys() | list) -%}
+  {%- if meta.version == '2' -%}
+    {%- set removed_rows = (written_rows | rejectattr('0.create') | list) + rows[n:n + (scope.emptied | length)] -%}
+    {%- set removed = spark_bucketing.parsed_records(rels.target, removed_paths, removed_rows | map(attribute='2') | list).values() | list -%}
+  {%- else -%}
+    {%- set removed = [] -%}
+    {%- for path in removed_paths -%}{%- do removed.append(meta.partitions.get(path)) -%}{%- endfor -%}
+  {%- endif -%}
+  {%- set counts = spark_bucketing.counted(counts, removed, records.values() | list) -%}
+  {%- set listed = (scope.catalog | reject('in', scope.emptied) | list) + (stats | map(attribute='path') | reject('in', scope.catalog) | list) -%}
+  {%- do spark_bucketing.set_properties(rels.target, {
+      spark_bucketing.metadata_prefix() ~ 'format_version': '2',
+      spark_bucketing.metadata_prefix() ~ 'spec': tojson(spark_bucketing.spec_record(spec)),
+      spark_bucketing.summary_key(): spark_bucketing.summary(counts, listed)}) -%}
+  {%- if meta.version != '2' -%}
+    {%- do spark_bucketing.unset_properties(rels.target, meta['keys'].values() | list) -%}
+  {%- endif -%}
+  {{ return({'left': left, 'counts': counts, 'listed': listed}) }}
+{% endmacro %}
+
+{% macro record_partitions(relation, spec, stats, accounting=none) %}
+  {#- Format 2 for a table just built (its partitions `stats`, all listed):
+      one statement writes every partition's record, the format, spec and
+      summary. -#}
+  {%- set records = spark_bucketing.stats_records(spec, stats, accounting) -%}
+  {%- set moves = [] -%}
+  {%- for s in stats -%}{%- do moves.append({'spec': s['values'], 'record': tojson(records[s.path])}) -%}{%- endfor -%}
+  {%- set props = {spark_bucketing.metadata_prefix() ~ 'format_version': '2',
+                   spark_bucketing.metadata_prefix() ~ 'spec': tojson(spark_bucketing.spec_record(spec)),
+                   spark_bucketing.summary_key(): spark_bucketing.summary(spark_bucketing.spec_counts(records), records.keys() | list)} -%}
+  {%- do run_query(spark_bucketing.switch_with_records_sql(relation, moves, props)) -%}
+{% endmacro %}
+
+{% macro records_to_properties(relation, records) %}
+  {#- Back to format 1 (bucket_records='table_properties' on a table in
+      format 2): every partition's record into the table's properties, the
+      summary unset. The partitions keep their parameters, which format 1
+      does not read. -#}
+  {%- set props = {spark_bucketing.metadata_prefix() ~ 'format_version': '1'} -%}
+  {%- for path, rec in records.items() -%}{%- do props.update({spark_bucketing.partition_key(path): tojson(rec)}) -%}{%- endfor -%}
+  {%- do spark_bucketing.set_properties(relation, props) -%}
+  {%- do spark_bucketing.unset_properties(relation, [spark_bucketing.summary_key()]) -%}
+{% endmacro %}

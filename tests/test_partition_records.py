@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import json
 
-from harness.dbt_project import failure_text
+import pytest
+
+from harness.dbt_project import failure_text, node_messages
 from harness.spark import extension_on, sql_string
 from spark_bucketing import contracts
 from spark_bucketing.metadata import SparkClient, read_table_metadata
-from tests.support.incremental import Expected, declared, step
+from tests.support.incremental import (
+    Expected,
+    declared,
+    partition_layout_problems,
+    partition_rows,
+    run_model,
+    step,
+    table_rows,
+)
 
 RECORD_KEY = contracts.PARTITION_RECORD_KEY
 
@@ -141,7 +151,10 @@ def _props(spark, table: str) -> dict[str, str]:
 def _summary(spark, table: str) -> dict:
     """{(buckets, hash): count} of the table's format-2 summary."""
     summary = json.loads(_props(spark, table)[contracts.METADATA_PREFIX + "partitions"])
-    return {(e["spec"]["buckets"], e["spec"]["hash"]): e["count"] for e in summary["specs"].values()}
+    return {
+        (e["spec"]["buckets"], e["spec"]["hash"]) if e["spec"] else ("none", "none"): e["count"]
+        for e in summary["specs"].values()
+    }
 
 
 def test_a_table_keeps_its_records_in_partition_parameters_through_its_runs(spark, dbt_project):
@@ -197,3 +210,58 @@ def test_a_table_keeps_its_records_in_partition_parameters_through_its_runs(spar
         assert declared(spark, table)["buckets"] == 16
         result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
         assert result.success, failure_text(result)
+
+
+@pytest.mark.parametrize("fail_at", ["before_switch", "mid_switch", "before_cleanup"])
+def test_a_failure_around_the_switch_leaves_records_that_the_next_run_trusts_only_when_right(
+    spark, dbt_project, fail_at
+):
+    """Injected before the switch, after it (the summary left pending) and
+    after the summary: every partition holds its old or its new rows, each
+    partition's record is the one its rows were written with, and the next
+    run (which rebuilds a pending summary from the records) leaves the
+    summary's counts and the declared spec right."""
+    expected = Expected()
+    name = f"records_{fail_at}"
+    base = {"bucket_records": "partition_parameters", "rows": 30}
+    with extension_on(spark):
+        table = step(spark, dbt_project, name, expected, {**base, "days": [0, 1, 2]})
+        old = expected.copy()
+        vars_ = {**base, "days": [1, 2, 3], "tag": 1, "buckets": 16, "on_change": "evolve"}
+        new = expected.copy()
+        new.apply(spark, vars_)
+        result = run_model(dbt_project, name, vars_, expect_ok=False, fail_at=fail_at)
+        assert f"injected failure at step '{fail_at}'" in failure_text(result) + str(node_messages(result))
+        now = partition_rows(spark, table)
+        for day in set(old.nonempty()) | set(new.nonempty()) | set(now):
+            assert now.get(day) in (old.nonempty().get(day), new.nonempty().get(day)), day
+        assert partition_layout_problems(spark, table) == []
+        pending = "pending" in _props(spark, table)[contracts.METADATA_PREFIX + "partitions"]
+        assert pending == (fail_at == "mid_switch")
+        run_model(dbt_project, name, vars_)
+        assert table_rows(spark, table) == new.rows()
+        assert partition_layout_problems(spark, table) == []
+        assert _summary(spark, table) == {(8, "hive"): 1, (16, "hive"): 3}
+        assert declared(spark, table) is None
+        result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+        assert result.success, failure_text(result)
+
+
+def test_a_partition_changed_behind_the_package_is_found_by_the_next_run(spark, dbt_project):
+    """The summary stands for the catalog's list it was made with: a
+    partition added by hand (no record) and one dropped by hand, together
+    leaving the count unchanged, change the list's digest, so the next run
+    rebuilds the counts from the records and declares the table unbucketed
+    while a partition has no record."""
+    expected = Expected()
+    name = "records_by_hand"
+    base = {"bucket_records": "partition_parameters", "rows": 30}
+    with extension_on(spark):
+        table = step(spark, dbt_project, name, expected, {**base, "days": [0, 1, 2]})
+        assert declared(spark, table) is not None
+        spark.sql(f"alter table {table} drop partition (day = date'2024-01-01')")
+        spark.sql(f"alter table {table} add partition (day = date'2024-02-01')")
+        expected.days.pop(0)
+        step(spark, dbt_project, name, expected, {**base, "days": [2], "tag": 1})
+        assert _summary(spark, table) == {(8, "hive"): 2, ("none", "none"): 1}
+        assert declared(spark, table) is None

@@ -1,6 +1,8 @@
 """Hourly-scale tables: what a table of 10,000 partitions costs against the
 same table with 10, for a Hive-hash `bucketed_incremental` table with its
-per-partition records, and for stock dbt-spark's incremental table beside it.
+per-partition records (in the table's properties, and with
+bucket_records='partition_parameters' in its partitions), and for stock
+dbt-spark's incremental table beside them.
 
 For each size: a one-day `insert_overwrite` run (dbt's model time, each run a
 `dbt run` of its own, sides alternated, best of two), a one-partition query
@@ -36,7 +38,18 @@ select cast(pmod(hash(id, {{{{ var('tag', 0) }}}}), 5000) as int) as k, concat('
 from range(0, {per_day}, 1, 1)
 cross join (select explode(sequence({{{{ var('first', 0) }}}}, {{{{ var('last', 0) }}}})) as d)
 """
-SIDES = {"bucketed_incremental hive": "bucketed", "stock incremental": "stock"}
+SIDES = {
+    "bucketed_incremental hive": "bucketed",
+    "... records in partitions": "inpart",
+    "stock incremental": "stock",
+}
+STOCK = "stock incremental"
+# Each side's configs beyond the common ones.
+CONFIGS = {
+    "bucketed": "materialized='bucketed_incremental', bucket_hash='hive'",
+    "inpart": "materialized='bucketed_incremental', bucket_hash='hive', bucket_records='partition_parameters'",
+    "stock": "materialized='incremental', file_format='parquet'",
+}
 PROBES = {
     "one-partition query": "select count(*), sum(hash(k, payload)) from {table} where day = date'{day}'",
     "planning": "explain select count(*) from {table} a join {table} b on a.k = b.k"
@@ -98,7 +111,7 @@ def main() -> int:
     parser.add_argument("--buckets", type=int, default=4)
     parser.add_argument("--base", type=Path, default=None, help="folder for the project (default: a temporary one)")
     parser.add_argument(
-        "--reuse", action="store_true", help="keep the tables an earlier run built in --base (no full builds)"
+        "--reuse", action="store_true", help="keep an earlier run's tables in --base; build only those missing"
     )
     parser.add_argument("--probe", nargs=3, metavar=("STATE", "TABLE", "DAY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -118,12 +131,8 @@ def main() -> int:
     sql = DAILY.format(per_day=args.per_day)
     models = project.root / "models"
     for n in args.sizes:
-        (models / f"bucketed_{n}.sql").write_text(
-            f"{{{{ config(materialized='bucketed_incremental', bucket_hash='hive', {common}) }}}}\n{sql}"
-        )
-        (models / f"stock_{n}.sql").write_text(
-            f"{{{{ config(materialized='incremental', file_format='parquet', {common}) }}}}\n{sql}"
-        )
+        for prefix, configs in CONFIGS.items():
+            (models / f"{prefix}_{n}.sql").write_text(f"{{{{ config({configs}, {common}) }}}}\n{sql}")
 
     def run(model: str, first: int, last: int, *extra: str):
         vars_ = json.dumps({"first": first, "last": last, "tag": first})
@@ -133,8 +142,11 @@ def main() -> int:
         f"\nTables of {', '.join(f'{n:,}' for n in args.sizes)} daily partitions, {args.per_day} rows a day,"
         f" {args.buckets} buckets, Hive hash (stock: the same configs), the session extension loaded"
     )
-    for n in args.sizes if not args.reuse else ():
+    warehouse = project.root / "state" / "warehouse" / f"{project.schema}.db"
+    for n in args.sizes:
         for side, prefix in SIDES.items():
+            if args.reuse and (warehouse / f"{prefix}_{n}").is_dir():
+                continue
             r = run(f"{prefix}_{n}", 0, n - 1, "--full-refresh")()
             print(f"built {side} of {n:,} partitions: {r['model']:.1f} s, {r['statements']} stmts, {r['jobs']} jobs")
 
@@ -159,7 +171,6 @@ def main() -> int:
                 f"{n:>10,} {side:<26} {r['model']:>13.2f} {r['model'] / runs[smallest][side]['model']:>10.2f}x"
                 f" {r['statements']:>6} {r['jobs']:>5}"
             )
-    stock = list(SIDES)[1]
     print(f"{'partitions':>10} {'side':<26} {'probe':<36} {'s':>6} {'vs smallest':>11} {'vs stock':>9}")
     for n in args.sizes:
         for side in SIDES:
@@ -169,7 +180,7 @@ def main() -> int:
                     print(f"{n:>10,} {side:<26} {name:<36} {best:>6}")
                 else:
                     first = min(p[name] for p in probes[smallest, side])
-                    same_size_stock = min(p[name] for p in probes[n, stock])
+                    same_size_stock = min(p[name] for p in probes[n, STOCK])
                     print(
                         f"{n:>10,} {side:<26} {name:<36} {best:>6.2f} {best / first:>10.2f}x"
                         f" {best / same_size_stock:>8.2f}x"

@@ -49,6 +49,14 @@ def test_metadata_keys_agree():
         assert f"'{key.removeprefix(contracts.METADATA_PREFIX)}'" in body
 
 
+def test_format_2_names_agree():
+    scala = _scala_vals()
+    assert scala["PartitionRecordKey"] == contracts.PARTITION_RECORD_KEY
+    assert scala["PartitionRecordsFunction"] == contracts.PARTITION_RECORDS_FUNCTION
+    assert _macro_return_string("records_function") == contracts.PARTITION_RECORDS_FUNCTION
+    assert _macro_return_string("summary_key") == contracts.SUMMARY_KEY
+
+
 def test_extension_switch_agrees():
     assert _scala_vals()["ExtensionSwitch"] == contracts.EXTENSION_SWITCH
     assert _macro_return_string("extension_switch") == contracts.EXTENSION_SWITCH

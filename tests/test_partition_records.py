@@ -150,7 +150,7 @@ def _props(spark, table: str) -> dict[str, str]:
 
 def _summary(spark, table: str) -> dict:
     """{(buckets, hash): count} of the table's format-2 summary."""
-    summary = json.loads(_props(spark, table)[contracts.METADATA_PREFIX + "partitions"])
+    summary = json.loads(_props(spark, table)[contracts.SUMMARY_KEY])
     return {
         (e["spec"]["buckets"], e["spec"]["hash"]) if e["spec"] else ("none", "none"): e["count"]
         for e in summary["specs"].values()
@@ -195,7 +195,7 @@ def test_a_table_keeps_its_records_in_partition_parameters_through_its_runs(spar
             spark, dbt_project, name, expected, {**evolve, "bucket_records": "table_properties", "days": [4], "tag": 4}
         )
         props = _props(spark, table)
-        assert props[contracts.FORMAT_VERSION_KEY] == "1" and contracts.METADATA_PREFIX + "partitions" not in props
+        assert props[contracts.FORMAT_VERSION_KEY] == "1" and contracts.SUMMARY_KEY not in props
         in_props = {r.path: r for r in read_table_metadata(SparkClient(spark), table).partitions}
         assert sorted(in_props) == sorted(records)
         assert {p: r.location for p, r in in_props.items() if p != "day=2024-01-05"} == {
@@ -211,21 +211,49 @@ def test_a_table_keeps_its_records_in_partition_parameters_through_its_runs(spar
         result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
         assert result.success, failure_text(result)
 
+        # A summary that miscounts the listed partitions' records: the test says so.
+        summary = json.loads(_props(spark, table)[contracts.SUMMARY_KEY])
+        (entry,) = summary["specs"].values()
+        entry["count"] = 5
+        spark.sql(
+            f"alter table {table} set tblproperties ('{contracts.SUMMARY_KEY}' = {sql_string(json.dumps(summary))})"
+        )
+        result = dbt_project.test_model(name, "spark_bucketing.bucket_metadata")
+        assert not result.success
+        (test_result,) = result.result.results
+        assert "counts 5 partitions with" in test_result.node.compiled_code
+        assert "where the records hold 6" in test_result.node.compiled_code
+        spark.sql(f"alter table {table} unset tblproperties ('{contracts.SUMMARY_KEY}')")
+        step(spark, dbt_project, name, expected, {**evolve, "days": [5], "tag": 6})
+        assert _summary(spark, table) == {(16, "hive"): 6}
+        result = dbt_project.test_model(name, "spark_bucketing.bucket_metadata")
+        assert result.success, failure_text(result)
 
-@pytest.mark.parametrize("fail_at", ["before_switch", "mid_switch", "before_cleanup"])
+
+@pytest.mark.parametrize(
+    ("fail_at", "was"),
+    [
+        ("before_switch", "partition_parameters"),
+        ("mid_switch", "partition_parameters"),
+        ("before_cleanup", "partition_parameters"),
+        ("mid_switch", "table_properties"),
+    ],
+)
 def test_a_failure_around_the_switch_leaves_records_that_the_next_run_trusts_only_when_right(
-    spark, dbt_project, fail_at
+    spark, dbt_project, fail_at, was
 ):
     """Injected before the switch, after it (the summary left pending) and
-    after the summary: every partition holds its old or its new rows, each
-    partition's record is the one its rows were written with, and the next
-    run (which rebuilds a pending summary from the records) leaves the
-    summary's counts and the declared spec right."""
+    after the summary, and after the switch of a run that moves a format-1
+    table to format 2: every partition holds its old or its new rows, each
+    partition's record is the one its rows were written with (a table being
+    moved stays in format 1 until its summary is written), and the next run,
+    which writes another day and rebuilds a pending summary from the
+    records, leaves the summary's counts and the declared spec right."""
     expected = Expected()
-    name = f"records_{fail_at}"
+    name = f"records_{fail_at}_{was}"
     base = {"bucket_records": "partition_parameters", "rows": 30}
     with extension_on(spark):
-        table = step(spark, dbt_project, name, expected, {**base, "days": [0, 1, 2]})
+        table = step(spark, dbt_project, name, expected, {**base, "bucket_records": was, "days": [0, 1, 2]})
         old = expected.copy()
         vars_ = {**base, "days": [1, 2, 3], "tag": 1, "buckets": 16, "on_change": "evolve"}
         new = expected.copy()
@@ -236,12 +264,23 @@ def test_a_failure_around_the_switch_leaves_records_that_the_next_run_trusts_onl
         for day in set(old.nonempty()) | set(new.nonempty()) | set(now):
             assert now.get(day) in (old.nonempty().get(day), new.nonempty().get(day)), day
         assert partition_layout_problems(spark, table) == []
-        pending = "pending" in _props(spark, table)[contracts.METADATA_PREFIX + "partitions"]
-        assert pending == (fail_at == "mid_switch")
-        run_model(dbt_project, name, vars_)
-        assert table_rows(spark, table) == new.rows()
+        props = _props(spark, table)
+        assert ("pending" in props.get(contracts.SUMMARY_KEY, "")) == (fail_at == "mid_switch")
+        moved = was == "partition_parameters" or fail_at == "before_cleanup"
+        assert props[contracts.FORMAT_VERSION_KEY] == ("2" if moved else "1")
+        # The next run writes another day: what the failed run switched must be counted by what it holds.
+        rewritten = {d for d in (1, 2, 3) if d in now and now[d] == new.nonempty().get(d)}
+        after = Expected()
+        for d, rows in now.items():
+            after.days[d] = rows
+        later = {**vars_, "days": [4], "tag": 2}
+        after.apply(spark, later)
+        run_model(dbt_project, name, later)
+        assert table_rows(spark, table) == after.rows()
         assert partition_layout_problems(spark, table) == []
-        assert _summary(spark, table) == {(8, "hive"): 1, (16, "hive"): 3}
+        counts = {(8, "hive"): len(set(now) - rewritten), (16, "hive"): len(rewritten) + 1}
+        assert _summary(spark, table) == {k: n for k, n in counts.items() if n}
+        assert not [k for k in _props(spark, table) if k.startswith(contracts.PARTITION_KEY_PREFIX)]
         assert declared(spark, table) is None
         result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
         assert result.success, failure_text(result)

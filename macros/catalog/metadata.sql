@@ -70,7 +70,8 @@
 {% macro read_metadata(relation, props=none, records=true) %}
   {#- {'spec': record or none, 'partitions': {path: record}, 'keys': {path: property key},
        'table': record or none, 'version': format version or none,
-       'summary': format 2's summary or none}. The records are parsed in one
+       'summary': format 2's summary or none, 'moving': in format 1, whether
+       a run that moved the table to format 2 failed after its switch}. The records are parsed in one
       fromjson and paired with their keys by zip: on 10,000 partitions a
       Jinja step per record costs most of a second. In format 2
       (partition_records.sql) the records are read from the partitions
@@ -80,8 +81,10 @@
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
   {%- if props.get(prefix ~ 'format_version') == '2' -%}
     {%- set summary = fromjson(props.get(spark_bucketing.summary_key(), 'null')) -%}
-    {%- set out = {'spec': fromjson(props.get(prefix ~ 'spec', 'null')), 'partitions': {}, 'keys': {}, 'table': none, 'version': '2',
-                   'summary': summary if summary is mapping and 'specs' in summary else none} -%}
+    {#- 'keys': format 1's record properties a move to format 2 left, for the next run to unset. -#}
+    {%- set leftover = spark_bucketing.prefixed_keys(props, prefix ~ 'partition.') -%}
+    {%- set out = {'spec': fromjson(props.get(prefix ~ 'spec', 'null')), 'partitions': {}, 'keys': dict(zip(leftover, leftover)), 'table': none, 'version': '2',
+                   'summary': summary if summary is mapping and 'specs' in summary else none, 'moving': false} -%}
     {%- if records -%}
       {%- do spark_bucketing.require_records_extension(relation, spark_bucketing.extension_loaded(), "cannot be read") -%}
       {%- do out.update({'partitions': dict(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none'))}) -%}
@@ -108,7 +111,8 @@
     {%- for key, rec in zip(keys, records) -%}{%- do paths.append(rec.get('path', key[part_prefix | length:])) -%}{%- endfor -%}
   {%- endif -%}
   {%- set out = {'spec': none, 'partitions': dict(zip(paths, records)), 'keys': dict(zip(paths, keys)), 'table': none,
-                 'version': props.get(prefix ~ 'format_version'), 'summary': none} -%}
+                 'version': props.get(prefix ~ 'format_version'), 'summary': none,
+                 'moving': spark_bucketing.summary_key() in props} -%}
   {%- if prefix ~ 'spec' in props -%}{%- do out.update({'spec': fromjson(props[prefix ~ 'spec'])}) -%}{%- endif -%}
   {%- if prefix ~ 'table' in props -%}{%- do out.update({'table': fromjson(props[prefix ~ 'table'])}) -%}{%- endif -%}
   {{ return(out) }}

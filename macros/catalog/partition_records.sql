@@ -18,7 +18,10 @@
   {{ return('spark_bucketing_records') }}
 {% endmacro %}
 
-{% macro summary_key() %}{{ return(spark_bucketing.metadata_prefix() ~ 'partitions') }}{% endmacro %}
+{% macro summary_key() %}
+  {#- The table property of the summary; tied to SUMMARY_KEY in spark_bucketing/contracts.py. -#}
+  {{ return('spark_bucketing.partitions') }}
+{% endmacro %}
 
 {% macro records_format(spec) %}
   {#- The format a run writes: 2 for partitioned tables that keep their
@@ -83,17 +86,17 @@
   {{ return(tojson({'specs': counts, 'listed': listed | length, 'listed_md5': spark_bucketing.listed_digest(listed)})) }}
 {% endmacro %}
 
-{% macro current_counts(relation, meta, listed) %}
+{% macro current_counts(relation, meta, listed, moved=none) %}
   {#- The spec counts of the table's listed partitions (`listed`, a set of
       paths) before this run changes them: from the summary when it holds
       and still describes the catalog's list, else rebuilt from every
-      record (format 2) or from the table's properties (format 1, whose
-      records this run moves). -#}
+      record (format 2) or from `moved` (format 1, whose records this run
+      moves: records_to_move). -#}
   {%- set s = meta.summary -%}
   {%- if meta.version == '2' and s is not none and s.listed == listed | length and s.listed_md5 == spark_bucketing.listed_digest(listed) -%}
     {{ return(s.specs) }}
   {%- endif -%}
-  {%- set records = spark_bucketing.all_partition_records(relation) if meta.version == '2' else meta.partitions -%}
+  {%- set records = spark_bucketing.all_partition_records(relation) if meta.version == '2' else moved -%}
   {%- set found = dict(records.items() | selectattr('0', 'in', listed)) -%}
   {%- do found.update(zip(listed | reject('in', found) | list, [none] * (listed | reject('in', found) | list | length))) -%}
   {{ return(spark_bucketing.spec_counts(found)) }}
@@ -120,22 +123,14 @@
   {{ return(counts[keys[0]].spec if keys | length == 1 and keys[0] != 'none' else none) }}
 {% endmacro %}
 
-{% macro switch_with_records_sql(target, moves, table_properties) %}
-  {#- The extension's switch of format 2: `moves` [{'spec', 'location',
-      'record', 'create', 'drop'}] in one statement, `table_properties`
-      set before any partition moves. It returns each partition's previous
-      folder and record. -#}
-  {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations '
-      ~ spark_bucketing.sql_string(tojson({'moves': moves, 'table_properties': table_properties}))) }}
-{% endmacro %}
-
-{% macro record_moves(stats, records, catalog) %}
-  {#- Moves that point each partition of `stats` at its folder with its
-      record (`records`: {path: record}), creating those `catalog` (a set of
-      paths) does not list. -#}
-  {%- set moves = [] -%}
-  {%- for s in stats -%}
-    {%- do moves.append({'spec': s['values'], 'location': s.location, 'record': tojson(records[s.path]), 'create': s.path not in catalog}) -%}
-  {%- endfor -%}
-  {{ return(moves) }}
+{% macro records_to_move(relation, meta) %}
+  {#- A format-1 table's records ({path: record}), for a run that moves it
+      to format 2. A move that failed after its switch (the summary still
+      pending) left the partitions it switched with their new records in
+      their parameters, and the table's properties with their old ones: the
+      parameters' records stand. -#}
+  {%- if not meta.moving -%}{{ return(meta.partitions) }}{%- endif -%}
+  {%- set out = dict(meta.partitions) -%}
+  {%- do out.update(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none')) -%}
+  {{ return(out) }}
 {% endmacro %}

@@ -2,30 +2,54 @@
     each writes the records into the partitions through the extension's
     switch, and the summary into the table's properties. -#}
 
+{% macro switch_with_records_sql(target, moves, table_properties) %}
+  {#- The extension's switch of format 2: `moves` [{'spec', 'location',
+      'record', 'create', 'drop'}] in one statement, `table_properties`
+      set before any partition moves. It returns each partition's previous
+      folder and record. -#}
+  {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations '
+      ~ spark_bucketing.sql_string(tojson({'moves': moves, 'table_properties': table_properties}))) }}
+{% endmacro %}
+
+{% macro record_moves(stats, records, catalog) %}
+  {#- Moves that point each partition of `stats` at its folder with its
+      record (`records`: {path: record}), creating those `catalog` (a set of
+      paths) does not list. -#}
+  {%- set moves = [] -%}
+  {%- for s in stats -%}
+    {%- do moves.append({'spec': s['values'], 'location': s.location, 'record': tojson(records[s.path]), 'create': s.path not in catalog}) -%}
+  {%- endfor -%}
+  {{ return(moves) }}
+{% endmacro %}
+
 {% macro switch_and_record(rels, meta, spec, stats, scope, accounting) %}
   {#- Format 2's switch and record, in two statements: the extension's
       switch (the summary marked pending first, then the replaced
       partitions moved and the new ones added, each with its record, the
       emptied ones dropped; a table in format 1 also gets every other
-      listed partition's record, from its properties), then the summary and
-      spec in the table's properties (with format 1's records unset).
+      listed partition's record, from its properties), then the format,
+      summary and spec in the table's properties (and format 1's record
+      properties unset).
       Returns {'left': the replaced partitions' previous folders, 'counts':
       the spec counts after the run, 'listed': the listed paths after it}. -#}
-  {%- set counts = spark_bucketing.current_counts(rels.target, meta, scope.catalog) -%}
+  {%- set before = spark_bucketing.records_to_move(rels.target, meta) if meta.version != '2' else none -%}
+  {%- set counts = spark_bucketing.current_counts(rels.target, meta, scope.catalog, before) -%}
   {%- set records = spark_bucketing.stats_records(spec, stats, accounting) -%}
   {%- set moves = spark_bucketing.record_moves(stats, records, scope.catalog) -%}
   {%- set replaced = stats | map(attribute='path') | select('in', scope.catalog) | list -%}
   {%- for values in scope.emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
-  {%- if meta.version != '2' -%}
+  {%- if before is not none -%}
     {#- Moving from format 1: the records of the partitions this run leaves
         go into their partitions, their folders unchanged. -#}
-    {%- set kept = meta.partitions.items() | selectattr('0', 'in', scope.catalog) | rejectattr('0', 'in', records)
+    {%- set kept = before.items() | selectattr('0', 'in', scope.catalog) | rejectattr('0', 'in', records)
         | rejectattr('0', 'in', scope.emptied) | list -%}
     {%- set kept_values = spark_bucketing.paths_values(kept | map(attribute='0') | list) -%}
     {%- for path, rec in kept -%}{%- do moves.append({'spec': kept_values[path], 'record': tojson(rec)}) -%}{%- endfor -%}
   {%- endif -%}
-  {%- set pending = {spark_bucketing.metadata_prefix() ~ 'format_version': '2',
-                     spark_bucketing.summary_key(): tojson({'pending': invocation_id})} -%}
+  {#- Only the summary is marked: a table moving from format 1 stays in
+      format 1, its records in its properties, until the summary is
+      written. -#}
+  {%- set pending = {spark_bucketing.summary_key(): tojson({'pending': invocation_id})} -%}
   {%- set result = run_query(spark_bucketing.switch_with_records_sql(rels.target, moves, pending)) -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}
   {#- The switch's rows follow the moves: the written partitions (the
@@ -40,7 +64,7 @@
     {%- set removed = spark_bucketing.parsed_records(rels.target, removed_paths, removed_rows | map(attribute='2') | list).values() | list -%}
   {%- else -%}
     {%- set removed = [] -%}
-    {%- for path in removed_paths -%}{%- do removed.append(meta.partitions.get(path)) -%}{%- endfor -%}
+    {%- for path in removed_paths -%}{%- do removed.append(before.get(path)) -%}{%- endfor -%}
   {%- endif -%}
   {%- set counts = spark_bucketing.counted(counts, removed, records.values() | list) -%}
   {%- set listed = (scope.catalog | reject('in', scope.emptied) | list) + (stats | map(attribute='path') | reject('in', scope.catalog) | list) -%}
@@ -48,9 +72,8 @@
       spark_bucketing.metadata_prefix() ~ 'format_version': '2',
       spark_bucketing.metadata_prefix() ~ 'spec': tojson(spark_bucketing.spec_record(spec)),
       spark_bucketing.summary_key(): spark_bucketing.summary(counts, listed)}) -%}
-  {%- if meta.version != '2' -%}
-    {%- do spark_bucketing.unset_properties(rels.target, meta['keys'].values() | list) -%}
-  {%- endif -%}
+  {#- Format 1's record properties (left by an earlier move that failed after its summary, too). -#}
+  {%- do spark_bucketing.unset_properties(rels.target, meta['keys'].values() | list) -%}
   {{ return({'left': left, 'counts': counts, 'listed': listed}) }}
 {% endmacro %}
 

@@ -66,9 +66,30 @@
   {%- for path, rec in records.items() if path not in listed and rec.rows > 0 -%}
     {%- do problems.append({'object': path, 'problem': 'metadata records ' ~ rec.rows ~ ' rows but the catalog lists no such partition'}) -%}
   {%- endfor -%}
+  {%- do problems.extend(spark_bucketing.summary_problems(relation, meta, records, listed)) -%}
   {#- Bucket ids in file names and row placement, against each partition's recorded spec. -#}
   {%- for row in spark_bucketing.layout_violations(relation, info, meta) -%}
     {%- do problems.append({'object': row['file_path'], 'problem': row['problem']}) -%}
   {%- endfor -%}
   {{ return(problems) }}
+{% endmacro %}
+
+{% macro summary_problems(relation, meta, records, listed) %}
+  {#- Format 2: the summary a run decides the declared spec from, against
+      the records, when it claims to describe the listed partitions. -#}
+  {%- if meta.version != '2' or meta.summary is none or meta.summary.listed_md5 != spark_bucketing.listed_digest(listed.keys() | list) -%}
+    {{ return([]) }}
+  {%- endif -%}
+  {%- set found = {} -%}
+  {%- for path in listed -%}{%- do found.update({path: records.get(path)}) -%}{%- endfor -%}
+  {%- set actual = spark_bucketing.spec_counts(found) -%}
+  {%- set claimed = meta.summary.specs -%}
+  {%- set keys = ((actual.keys() | list) + (claimed.keys() | list)) | unique(case_sensitive=true) | list -%}
+  {%- for key in keys if (actual.get(key) or {}).get('count', 0) != (claimed.get(key) or {}).get('count', 0) -%}
+    {{ return([{'object': relation | string, 'problem': 'the summary (' ~ spark_bucketing.summary_key() ~ ') counts '
+        ~ (claimed.get(key) or {}).get('count', 0) ~ ' partitions with ' ~ key ~ ' where the records hold '
+        ~ (actual.get(key) or {}).get('count', 0) ~ ': unset it (alter table ' ~ relation ~ " unset tblproperties ('"
+        ~ spark_bucketing.summary_key() ~ "')) and the next run rebuilds it from the records"}]) }}
+  {%- endfor -%}
+  {{ return([]) }}
 {% endmacro %}

@@ -16,6 +16,8 @@ PARTITION_KEY_PREFIX = METADATA_PREFIX + "partition."
 #: Format version 2: a partition's record in its own partition parameters
 #: (written by the extension's switch, read by its records function).
 PARTITION_RECORD_KEY = METADATA_PREFIX + "record"
+#: Format version 2: the table property that sums up the partitions' specs.
+SUMMARY_KEY = METADATA_PREFIX + "partitions"
 
 #: The bucket id in a data file's name: the last `_<digits>` before the
 #: extensions, as Spark reads it (BucketingUtils). It also reads Hive-style

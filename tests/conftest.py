@@ -63,6 +63,8 @@ def pytest_configure(config):
 # tests and the long randomized files, which hold few tests, started last).
 # Longest first, so that no long file starts last.
 FILE_WEIGHTS = {
+    # Not measured yet in a full run: its nine tests took 15 minutes alone.
+    "test_partition_records.py": 450,
     "test_randomized_evolution.py": 414,
     "test_merge_randomized.py": 411,
     "test_extension_randomized.py": 329,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.dbt_project import failure_text, node_messages
+from harness.dbt_project import node_messages
 from tests.support.incremental import (
     Expected,
     declared,
+    failed_run,
+    old_or_new_rows,
     partition_layout_problems,
-    partition_rows,
     run_model,
     step,
     table_rows,
@@ -49,16 +50,13 @@ def test_failure_between_steps_of_an_evolution_loses_nothing(spark, dbt_project,
     new = expected.copy()
     new.apply(spark, vars_)
 
-    result = run_model(dbt_project, name, vars_, expect_ok=False, fail_at=fail_at)
-    assert f"injected failure at step '{fail_at}'" in failure_text(result) + str(node_messages(result))
+    failed_run(dbt_project, name, vars_, fail_at)
     if fail_at.endswith("mid_swap"):
         # Between the two renames of a swap the rows sit in the backup entry;
         # the next run puts it back before anything else.
         assert not spark.catalog.tableExists(table)
         table = f"{table}__dbt_backup"
-    now = partition_rows(spark, table)
-    for day in set(old.nonempty()) | set(new.nonempty()) | set(now):
-        assert now.get(day) in (old.nonempty().get(day), new.nonempty().get(day)), day
+    old_or_new_rows(spark, table, old, new)
     assert not [p for p in partition_layout_problems(spark, table) if "catalog declares" in p]
 
     run_model(dbt_project, name, vars_)

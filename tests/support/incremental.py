@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from harness.dbt_project import DbtProject, failure_text, with_vars
+from harness.dbt_project import DbtProject, failure_text, node_messages, with_vars
 from spark_bucketing import hashing
 from spark_bucketing.files import bucket_of, local_path
 from spark_bucketing.metadata import SparkClient, read_table_metadata
@@ -175,6 +175,20 @@ def partition_layout_problems(spark: SparkSession, table: str) -> list[str]:
         files_per[(path.parent, bucket_of(path.name))] += 1
     problems += [f"{n} files for {k}" for k, n in files_per.items() if n > 1]
     return sorted(set(problems))
+
+
+def failed_run(project: DbtProject, name: str, vars_: dict, fail_at: str) -> None:
+    """Runs the model with a failure injected at `fail_at`, and checks it failed there."""
+    result = run_model(project, name, vars_, expect_ok=False, fail_at=fail_at)
+    assert f"injected failure at step '{fail_at}'" in failure_text(result) + str(node_messages(result))
+
+
+def old_or_new_rows(spark: SparkSession, table: str, old: Expected, new: Expected) -> dict:
+    """Checks every partition holds its old rows or its new ones; returns them (partition_rows)."""
+    now = partition_rows(spark, table)
+    for day in set(old.nonempty()) | set(new.nonempty()) | set(now):
+        assert now.get(day) in (old.nonempty().get(day), new.nonempty().get(day)), day
+    return now
 
 
 def step(

@@ -69,7 +69,7 @@ FILE_WEIGHTS = {
     "test_merge_randomized.py": 411,
     "test_extension_randomized.py": 329,
     "test_no_loss.py": 313,
-    "test_partition_values.py": 299,
+    "test_partition_values.py": 400,
     "test_cost.py": 249,
     "test_clean_install.py": 233,
     "test_extension.py": 219,

@@ -98,6 +98,16 @@ EVOLVING = {
         0,
         1,
     ),
+    "evolving hive, records in partitions: days on one spec": (
+        "select a.id, b.v from {t}.evhp a join {t}.h8b b on a.k = b.k where " + ONE_SPEC.format(a="a"),
+        0,
+        2,
+    ),
+    "evolving hive, records in partitions: days that disagree, read unbucketed": (
+        "select a.id, b.v from {t}.evhp a join {t}.h8b b on a.k = b.k",
+        1,
+        2,
+    ),
     "evolving hive: days that disagree, read unbucketed": (
         "select a.id, b.v from {t}.evh a join {t}.h8b b on a.k = b.k",
         1,

@@ -17,8 +17,9 @@ import pytest
 
 from harness.dbt_project import failure_text, with_vars
 from harness.spark import extension_on
+from spark_bucketing import contracts
 from spark_bucketing.files import local_path
-from spark_bucketing.metadata import partition_records
+from spark_bucketing.metadata import SparkClient, partition_records, read_table_metadata
 
 AWKWARD_PIECES = [
     " ", "/", "=", ":", "%", "'", "\\", "#", "?", "[", "]", "*", "&", "+", "ü", "ß", "東京", "%2F", "%20", ",", "\"",
@@ -76,18 +77,25 @@ def random_rows(rng: random.Random, run: int, partitions: list[tuple]) -> list[t
 STRATEGIES = ["table", "insert_overwrite", "static", "append"]
 
 
-# (strategy, bucket_hash, extension): every strategy in both families with the
-# extension off; with it on, the Spark hash's runs that publish partitions,
-# whose side entry then keeps its partitions in its folders only.
-CASES = [(s, h, False) for s in STRATEGIES for h in ("hive", "spark")] + [
-    (s, "spark", True) for s in STRATEGIES if s != "table"
-]
+# (strategy, bucket_hash, extension, bucket_records): every strategy in both
+# families with the extension off; with it on, the Spark hash's runs that
+# publish partitions, whose side entry then keeps its partitions in its
+# folders only; and every strategy with the records in partition parameters
+# (metadata format 2, which needs the extension), the families alternating.
+TABLE, PARTITIONS = "table_properties", "partition_parameters"
+CASES = (
+    [(s, h, False, TABLE) for s in STRATEGIES for h in ("hive", "spark")]
+    + [(s, "spark", True, TABLE) for s in STRATEGIES if s != "table"]
+    + [(s, h, True, PARTITIONS) for s, h in zip(STRATEGIES, ("hive", "spark", "hive", "spark"), strict=True)]
+)
 
 
-@pytest.mark.parametrize(("strategy", "bucket_hash", "extension"), CASES)
-def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, request, strategy, bucket_hash, extension):
+@pytest.mark.parametrize(("strategy", "bucket_hash", "extension", "records"), CASES)
+def test_awkward_partition_values_survive_every_strategy(
+    spark, dbt_project, request, strategy, bucket_hash, extension, records
+):
     rng = seeded_rng(request)
-    name = f"pv_{strategy}_{bucket_hash}{'_ext' if extension else ''}"
+    name = f"pv_{strategy}_{bucket_hash}{'_ext' if extension else ''}{'_parts' if records == PARTITIONS else ''}"
     source = f"{dbt_project.schema}.src_{name}"
     universe = [(p, n, d) for p in awkward_values(rng, 6) for n in (-1, 7) for d in DAYS]
     expected: dict[tuple, Counter] = {}
@@ -98,6 +106,7 @@ def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, req
             "buckets": 4,
             "partition_by": ["p", "n", "d"],
             "bucket_hash": bucket_hash,
+            "bucket_records": records,
         }
         touched = rng.sample(universe, rng.randint(1, 6))
         if strategy == "static":
@@ -133,19 +142,22 @@ def test_awkward_partition_values_survive_every_strategy(spark, dbt_project, req
 
     result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)
-    assert_readers_agree(spark, f"{dbt_project.schema}.{name}")
+    assert_readers_agree(spark, f"{dbt_project.schema}.{name}", records == PARTITIONS)
 
 
-def assert_readers_agree(spark, table: str) -> None:
+def assert_readers_agree(spark, table: str, in_partitions: bool = False) -> None:
     """The Python and Scala readers of the metadata format read the records
-    the macros wrote (md5 keys for long paths, escaped folder names): one
-    record per partition the catalog lists, with the same files and spec."""
+    the macros wrote (md5 keys for long paths, escaped folder names; in
+    format 2 the partitions' parameters): one record per partition the
+    catalog lists, with the same files and spec."""
     props = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
-    records = partition_records(props)
+    assert props[contracts.FORMAT_VERSION_KEY] == ("2" if in_partitions else "1")
+    records = read_table_metadata(SparkClient(spark), table).partitions if in_partitions else partition_records(props)
     assert {r.path for r in records} == {r.partition for r in spark.sql(f"show partitions {table}").collect()}
     state = spark._jsparkSession.sessionState()
     catalog_table = state.catalog().getTableMetadata(state.sqlParser().parseTableIdentifier(table))
-    scala = spark._jvm.sparkbucketing.PartitionRecords.of(catalog_table)
+    reader = spark._jvm.sparkbucketing.PartitionRecords
+    scala = reader.inPartitions(spark._jsparkSession, catalog_table) if in_partitions else reader.of(catalog_table)
     read = [scala.apply(i) for i in range(scala.size())]
     assert sorted((r.files(), r.hash(), r.spec().numBuckets()) for r in read) == sorted(
         (r.files, r.spec.hash, r.spec.buckets) for r in records

@@ -32,7 +32,9 @@ PLAIN = FACT.format(keys=450, n=2500)
 # Evolving tables (tests/support/incremental.py's model: k int, payload, id,
 # day): days 2024-01-01 and -02 written with 8 buckets on k, then -03 with 16,
 # so the catalog declares them unbucketed. Name -> hash family.
-EVOLVING = {"evh": "hive", "evs": "spark"}
+EVOLVING = {"evh": "hive", "evs": "spark", "evhp": "hive"}
+# Evolving tables whose records are in their partitions' parameters (metadata format 2).
+IN_PARTITIONS = {"evhp"}
 EVOLVING_RUNS = ({"days": [0, 1], "buckets": 8}, {"days": [2], "buckets": 16, "on_change": "evolve"})
 
 
@@ -45,7 +47,8 @@ def build_tables(spark, dbt_project) -> str:
         dbt_project.run()
         for name, family in EVOLVING.items():
             for run in EVOLVING_RUNS:
-                run_model(dbt_project, name, {"bucket_hash": family, "rows": 400, **run})
+                records = "partition_parameters" if name in IN_PARTITIONS else "table_properties"
+                run_model(dbt_project, name, {"bucket_hash": family, "rows": 400, "bucket_records": records, **run})
     return dbt_project.schema
 
 

@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.{BucketSpec, CatalogTable}
-import org.apache.spark.sql.catalyst.expressions.PlanExpression
+import org.apache.spark.sql.catalyst.expressions.{Expression, PlanExpression}
 import org.apache.spark.sql.execution.FileSourceScanExec
 
 /** The spec one partition was written with, as this package records it (in
@@ -28,24 +28,33 @@ object PartitionRecords {
   private val Prefix = Contracts.PartitionKeyPrefix
   private val mapper = new ObjectMapper()
 
-  /** The records of the partitions `scans` may select: in format 1 every
-   *  record of the table's properties; in format 2 those of the partitions
-   *  the scans' partition filters select, fetched from the metastore as
-   *  the scans' own listing fetched them (the filters that need a query's
-   *  run, dynamic pruning, left out: a superset is matched by folder). */
-  def of(session: SparkSession, table: CatalogTable, scans: Seq[FileSourceScanExec]): Seq[PartitionRecord] =
+  /** Format 1: every record of the table's properties. */
+  def of(table: CatalogTable): Seq[PartitionRecord] =
+    table.properties.collect { case (key, value) if key.startsWith(Prefix) => parse(value) }.flatten.toSeq
+
+  /** Format 2: the records of the partitions `filters` select (all of them
+   *  with none), from their parameters, in one metastore call. */
+  def inPartitions(session: SparkSession, table: CatalogTable, filters: Seq[Expression]): Seq[PartitionRecord] =
+    session.sessionState.catalog.listPartitionsByFilter(table.identifier, filters)
+      .flatMap(p => RecordParameters.read(p.parameters)).flatMap(parse)
+
+  def inPartitions(session: SparkSession, table: CatalogTable): Seq[PartitionRecord] = inPartitions(session, table, Nil)
+
+  /** The records of the partitions `scans` may select: in format 2 those the
+   *  scans' partition filters select, fetched as the scans' own listing
+   *  fetched them (the filters that need a query's run, dynamic pruning,
+   *  left out: a superset is matched by folder). */
+  def selected(session: SparkSession, table: CatalogTable, scans: Seq[FileSourceScanExec]): Seq[PartitionRecord] =
     if (table.properties.get(Contracts.FormatVersionKey).contains("2")) {
-      val catalog = session.sessionState.catalog
       scans.flatMap { scan =>
-        val filters = scan.partitionFilters.filter(f => f.deterministic && !f.exists(_.isInstanceOf[PlanExpression[_]]))
-        catalog.listPartitionsByFilter(table.identifier, filters)
-      }.flatMap(p => RecordParameters.read(p.parameters)).flatMap(parse)
-    } else table.properties.collect { case (key, value) if key.startsWith(Prefix) => parse(value) }.flatten.toSeq
+        inPartitions(session, table, scan.partitionFilters.filter(f => f.deterministic && !f.exists(_.isInstanceOf[PlanExpression[_]])))
+      }
+    } else of(table)
 
   /** (spec, hash family) shared by the partitions `scans` select, None when
    *  they disagree, one is not recorded as listed, or none holds a file. */
   def sharedSpec(session: SparkSession, scans: Seq[FileSourceScanExec], table: CatalogTable): Option[(BucketSpec, String)] = {
-    val byFolder = of(session, table, scans).distinct.groupBy(_.folder)
+    val byFolder = selected(session, table, scans).distinct.groupBy(_.folder)
     val partitions = scans.flatMap(_.selectedPartitions.filePartitionIterator.map(_.files.map(_.getPath).toSeq))
       .filter(_.nonEmpty)
     val matched = partitions.map { files =>

@@ -71,12 +71,12 @@
   {#- {'spec': record or none, 'partitions': {path: record}, 'keys': {path: property key},
        'table': record or none, 'version': format version or none,
        'summary': format 2's summary or none, 'moving': in format 1, whether
-       a run that moved the table to format 2 failed after its switch}. The records are parsed in one
-      fromjson and paired with their keys by zip: on 10,000 partitions a
-      Jinja step per record costs most of a second. In format 2
-      (partition_records.sql) the records are read from the partitions
-      (with the session extension) unless `records` is false: a run reads
-      only the summary. -#}
+       a run that moved the table to format 2 failed after its switch}. The
+      records are parsed in one fromjson and paired with their keys by zip:
+      on 10,000 partitions a Jinja step per record costs most of a second.
+      In format 2 (partition_records.sql) the records are read from the
+      partitions (with the session extension) unless `records` is false: a
+      run reads only the summary. -#}
   {%- set props = props if props is not none else spark_bucketing.table_properties(relation) -%}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
   {%- if props.get(prefix ~ 'format_version') == '2' -%}

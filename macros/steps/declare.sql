@@ -60,13 +60,14 @@
       partition behind the package's back: its record is then stale, and
       declaring the spec could promise a layout those files break. The run's
       own partitions were verified before the switch (verify_partitions). -#}
-  {%- set records = published.records if published.records is not none else spark_bucketing.all_partition_records(target) -%}
+  {#- Format 2 decided `record` from its summary, not from the records: each record's spec is checked too. -#}
+  {%- set summary = published.records is none -%}
+  {%- set records = spark_bucketing.all_partition_records(target) if summary else published.records -%}
   {%- set key = spark_bucketing.spec_key(record) -%}
   {%- for s in stats if s.path not in published.written -%}
     {%- set rec = records.get(s.path) -%}
-    {#- The spec too: format 2 decided `record` from its summary, not from these records. -#}
     {%- if rec is none or not spark_bucketing.same_location(rec.location, s.location) or rec.files != s.files or rec.rows != s.rows
-        or spark_bucketing.spec_key(rec) != key -%}
+        or summary and spark_bucketing.spec_key(rec) != key -%}
       {%- do log("spark_bucketing: partition " ~ s.path ~ " of " ~ target ~ " holds " ~ s.rows ~ " rows in " ~ s.files
           ~ " files, not what its record says; the table stays declared unbucketed until the partition is rewritten", info=true) -%}
       {{ return(none) }}

@@ -261,7 +261,15 @@ def test_a_failure_around_the_switch_leaves_records_that_the_next_run_trusts_onl
         new.apply(spark, vars_)
         failed_run(dbt_project, name, vars_, fail_at)
         now = old_or_new_rows(spark, table, old, new)
-        assert partition_layout_problems(spark, table) == []
+        problems = partition_layout_problems(spark, table)
+        if was == "table_properties" and fail_at == "mid_switch":
+            # Still in format 1, whose records in the table's properties are
+            # those before the switch (as after a format-1 run that fails
+            # there): the catalog must declare nothing the files break.
+            assert not [p for p in problems if "catalog declares" in p]
+        else:
+            # The records moved with their partitions, in the same call.
+            assert problems == []
         props = _props(spark, table)
         assert ("pending" in props.get(contracts.SUMMARY_KEY, "")) == (fail_at == "mid_switch")
         moved = was == "partition_parameters" or fail_at == "before_cleanup"

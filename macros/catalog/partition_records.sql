@@ -46,7 +46,7 @@
   {%- if records is none -%}
     {%- for path, value in recorded if fromjson(value) is none -%}
       {%- do exceptions.raise_compiler_error("spark_bucketing: the record of partition " ~ path ~ " of " ~ relation
-          ~ " is not JSON: " ~ value[:200] ~ ". A run that rewrites that partition records it anew.") -%}
+          ~ " is not JSON: " ~ value[:200] ~ ". Rebuild the table (dbt run --full-refresh) to record every partition anew.") -%}
     {%- endfor -%}
   {%- endif -%}
   {%- set out = dict(zip(paths, [none] * (paths | length))) -%}

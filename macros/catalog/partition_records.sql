@@ -97,9 +97,7 @@
     {{ return(s.specs) }}
   {%- endif -%}
   {%- set records = spark_bucketing.all_partition_records(relation) if meta.version == '2' else moved -%}
-  {%- set found = dict(records.items() | selectattr('0', 'in', listed)) -%}
-  {%- do found.update(zip(listed | reject('in', found) | list, [none] * (listed | reject('in', found) | list | length))) -%}
-  {{ return(spark_bucketing.spec_counts(found)) }}
+  {{ return(spark_bucketing.spec_counts(spark_bucketing.listed_records(records, listed))) }}
 {% endmacro %}
 
 {% macro counted(counts, removed, added) %}
@@ -132,5 +130,12 @@
   {%- if not meta.moving -%}{{ return(meta.partitions) }}{%- endif -%}
   {%- set out = dict(meta.partitions) -%}
   {%- do out.update(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none')) -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro listed_records(records, listed) %}
+  {#- {path: record or none} of every path in `listed`, from `records` ({path: record}). -#}
+  {%- set out = dict(zip(listed, [none] * (listed | length))) -%}
+  {%- do out.update(records.items() | selectattr('0', 'in', listed)) -%}
   {{ return(out) }}
 {% endmacro %}

@@ -40,10 +40,7 @@
   {%- set props = spark_bucketing.table_properties(target) -%}
   {%- if props.get(spark_bucketing.metadata_prefix() ~ 'format_version') == '2' -%}
     {#- Format 2: the records go with their partitions into the new entry. -#}
-    {%- set records = dict(spark_bucketing.all_partition_records(target).items() | rejectattr('1', 'none')) -%}
-    {%- set values = spark_bucketing.paths_values(records.keys() | list) -%}
-    {%- set moves = [] -%}
-    {%- for path, rec in records.items() -%}{%- do moves.append({'spec': values[path], 'record': tojson(rec)}) -%}{%- endfor -%}
+    {%- set moves = spark_bucketing.record_only_moves(dict(spark_bucketing.all_partition_records(target).items() | rejectattr('1', 'none'))) -%}
     {%- if moves -%}{%- do run_query(spark_bucketing.switch_with_records_sql(rels.respec, moves, {})) -%}{%- endif -%}
   {%- endif -%}
   {%- set keys = set(spark_bucketing.prefixed_keys(props, spark_bucketing.metadata_prefix())) -%}

@@ -22,6 +22,21 @@
   {{ return(moves) }}
 {% endmacro %}
 
+{% macro summary_properties(spec, counts, listed) %}
+  {#- Format 2's table properties after a write with `spec`: the format, the spec and the summary. -#}
+  {{ return({spark_bucketing.metadata_prefix() ~ 'format_version': '2',
+             spark_bucketing.metadata_prefix() ~ 'spec': tojson(spark_bucketing.spec_record(spec)),
+             spark_bucketing.summary_key(): spark_bucketing.summary(counts, listed)}) }}
+{% endmacro %}
+
+{% macro record_only_moves(records) %}
+  {#- Moves that give listed partitions their records ({path: record}), their folders unchanged. -#}
+  {%- set values = spark_bucketing.paths_values(records.keys() | list) -%}
+  {%- set moves = [] -%}
+  {%- for path, rec in records.items() -%}{%- do moves.append({'spec': values[path], 'record': tojson(rec)}) -%}{%- endfor -%}
+  {{ return(moves) }}
+{% endmacro %}
+
 {% macro switch_and_record(rels, meta, spec, stats, scope, accounting) %}
   {#- Format 2's switch and record, in two statements: the extension's
       switch (the summary marked pending first, then the replaced
@@ -43,8 +58,7 @@
         go into their partitions, their folders unchanged. -#}
     {%- set kept = before.items() | selectattr('0', 'in', scope.catalog) | rejectattr('0', 'in', records)
         | rejectattr('0', 'in', scope.emptied) | list -%}
-    {%- set kept_values = spark_bucketing.paths_values(kept | map(attribute='0') | list) -%}
-    {%- for path, rec in kept -%}{%- do moves.append({'spec': kept_values[path], 'record': tojson(rec)}) -%}{%- endfor -%}
+    {%- do moves.extend(spark_bucketing.record_only_moves(dict(kept))) -%}
   {%- endif -%}
   {#- Only the summary is marked: a table moving from format 1 stays in
       format 1, its records in its properties, until the summary is
@@ -68,10 +82,7 @@
   {%- endif -%}
   {%- set counts = spark_bucketing.counted(counts, removed, records.values() | list) -%}
   {%- set listed = (scope.catalog | reject('in', scope.emptied) | list) + (stats | map(attribute='path') | reject('in', scope.catalog) | list) -%}
-  {%- do spark_bucketing.set_properties(rels.target, {
-      spark_bucketing.metadata_prefix() ~ 'format_version': '2',
-      spark_bucketing.metadata_prefix() ~ 'spec': tojson(spark_bucketing.spec_record(spec)),
-      spark_bucketing.summary_key(): spark_bucketing.summary(counts, listed)}) -%}
+  {%- do spark_bucketing.set_properties(rels.target, spark_bucketing.summary_properties(spec, counts, listed)) -%}
   {#- Format 1's record properties (left by an earlier move that failed after its summary, too). -#}
   {%- do spark_bucketing.unset_properties(rels.target, meta['keys'].values() | list) -%}
   {{ return({'left': left, 'counts': counts, 'listed': listed}) }}
@@ -84,9 +95,7 @@
   {%- set records = spark_bucketing.stats_records(spec, stats, accounting) -%}
   {%- set moves = [] -%}
   {%- for s in stats -%}{%- do moves.append({'spec': s['values'], 'record': tojson(records[s.path])}) -%}{%- endfor -%}
-  {%- set props = {spark_bucketing.metadata_prefix() ~ 'format_version': '2',
-                   spark_bucketing.metadata_prefix() ~ 'spec': tojson(spark_bucketing.spec_record(spec)),
-                   spark_bucketing.summary_key(): spark_bucketing.summary(spark_bucketing.spec_counts(records), records.keys() | list)} -%}
+  {%- set props = spark_bucketing.summary_properties(spec, spark_bucketing.spec_counts(records), records.keys() | list) -%}
   {%- do run_query(spark_bucketing.switch_with_records_sql(relation, moves, props)) -%}
 {% endmacro %}
 

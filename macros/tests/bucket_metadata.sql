@@ -80,9 +80,7 @@
   {%- if meta.version != '2' or meta.summary is none or meta.summary.listed_md5 != spark_bucketing.listed_digest(listed.keys() | list) -%}
     {{ return([]) }}
   {%- endif -%}
-  {%- set found = {} -%}
-  {%- for path in listed -%}{%- do found.update({path: records.get(path)}) -%}{%- endfor -%}
-  {%- set actual = spark_bucketing.spec_counts(found) -%}
+  {%- set actual = spark_bucketing.spec_counts(spark_bucketing.listed_records(records, listed.keys() | list)) -%}
   {%- set claimed = meta.summary.specs -%}
   {%- set keys = ((actual.keys() | list) + (claimed.keys() | list)) | unique(case_sensitive=true) | list -%}
   {%- for key in keys if (actual.get(key) or {}).get('count', 0) != (claimed.get(key) or {}).get('count', 0) -%}

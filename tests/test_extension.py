@@ -17,6 +17,7 @@ from spark_bucketing import plans
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import relation_from_live
 from spark_bucketing.checker.verify import session_conf, verify
+from spark_bucketing.contracts import SUPERSET_KEYS_SWITCH
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import SparkClient
 from tests.support.extension_tables import EVOLVING as EVOLVING_TABLES
@@ -173,14 +174,14 @@ COALESCED = {
         1,
         4,
     ),
-    # Joined on more than the bucket keys, Spark still shuffles both sides (and
-    # so the third join's): an Exchange lands right above the scan the rule
-    # coalesced, which must keep its logical link for adaptive execution
-    # (found by the randomized test, SB_SEED=190617783).
+    # Joined on more than the bucket keys with the superset rule off, Spark
+    # still shuffles both sides (and so the third join's): an Exchange lands
+    # right above the scan the rule coalesced, which must keep its logical
+    # link for adaptive execution (found by the randomized test, SB_SEED=190617783).
     "spark 8 and 4 on more than the bucket keys, then a plain table": (
         "select count(*), sum(hash(x.k, y.k, x.v, y.v)) from {t}.s8 x full join {t}.s4 y"
         " on x.k = y.k and x.s = y.s join {t}.plain z on y.k = z.k",
-        {},
+        {SUPERSET_KEYS_SWITCH: "false"},
         5,
         5,
     ),
@@ -195,9 +196,157 @@ COALESCED = {
 }
 
 
+# Join keys that contain both sides' bucket columns: two package tables read
+# bucketed and co-partitioned keep both sides (SupersetKeyJoins, adaptive
+# execution); stock Spark shuffles both by all the keys. (query, settings,
+# Exchanges on, Exchanges off).
+SUPERSET = {
+    "hive 8 and hive 8 on k and s": (
+        "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
+        {},
+        0,
+        2,
+    ),
+    "spark 8 with itself on k and v": (
+        "select a.s, b.s from {t}.s8 a join {t}.s8 b on a.v = b.v and a.k = b.k",
+        {},
+        0,
+        2,
+    ),
+    "two bucket columns and one more": (
+        "select a.v, b.v from {t}.hks a join {t}.hks b on a.k = b.k and a.s = b.s and a.p = b.p",
+        {},
+        0,
+        2,
+    ),
+    "full join on k and s": ("select a.v, b.v from {t}.h8 a full join {t}.h8o b on a.k = b.k and a.s = b.s", {}, 0, 2),
+    "left anti join on k and s": (
+        "select a.v from {t}.h8o a left anti join {t}.h8b b on a.k = b.k and a.s = b.s",
+        {},
+        0,
+        2,
+    ),
+    # The join's output stays placed by k: the aggregation on k needs no Exchange either.
+    "group by k over the join": (
+        "select a.k, count(*) from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s group by a.k",
+        {},
+        0,
+        3,
+    ),
+    "spark 8 and 4 on k and s: coalesced, then kept": (
+        "select a.v, b.v from {t}.s8 a join {t}.s4 b on a.k = b.k and a.s = b.s",
+        {},
+        0,
+        2,
+    ),
+    "evolving spark, days on one spec, with spark 8": (
+        "select a.id, b.v from {t}.evs a join {t}.s8 b on a.k = b.k and a.payload = b.s where "
+        + ONE_SPEC.format(a="a"),
+        {},
+        0,
+        2,
+    ),
+    # Only two package tables: a plain side, or a side of the other hash, shuffles as in stock Spark.
+    "hive 8 and a plain table": ("select a.v, b.v from {t}.h8 a join {t}.plain b on a.k = b.k and a.s = b.s", {}, 2, 2),
+    "hive 8 and spark 8": ("select a.v, b.v from {t}.h8 a join {t}.s8 b on a.k = b.k and a.s = b.s", {}, 2, 2),
+    "switched off": (
+        "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
+        {SUPERSET_KEYS_SWITCH: "false"},
+        2,
+        2,
+    ),
+    "adaptive execution off": (
+        "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
+        {"spark.sql.adaptive.enabled": "false"},
+        2,
+        2,
+    ),
+}
+
+
+# UNION ALL of package tables with one placement, grouped or joined on the
+# bucket column (BucketedUnions; Hive's placement compares semantically).
+# (query, settings, Exchanges on, Exchanges off).
+UNION_OF = "(select k, v from %s union all select k, v from %s) u"
+EVS_ONE_SPEC = "(select k, id as v from {t}.evs where " + ONE_SPEC.format(a="evs") + ")"
+UNIONS = {
+    "hive 8 and hive 8, group by k": (
+        "select k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.h8b") + " group by k",
+        {},
+        0,
+        1,
+    ),
+    "hive 8 and hive 8, joined with hive 8 on k": (
+        "select u.k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.h8b") + " join {t}.h8o o on u.k = o.k group by u.k",
+        {},
+        0,
+        2,
+    ),
+    "hive, adaptive execution off": (
+        "select k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.h8b") + " group by k",
+        {"spark.sql.adaptive.enabled": "false"},
+        0,
+        1,
+    ),
+    # Spark compares its own placements with the columns' qualifiers: a projection of a partitioned table first.
+    "spark: an evolving table's days on one spec and spark 8, group by k": (
+        "select k, count(*) from " + UNION_OF % (EVS_ONE_SPEC, "{t}.s8") + " group by k",
+        {},
+        0,
+        1,
+    ),
+    "spark: the same, joined with spark 8 on k": (
+        "select u.k, u.v, s.v from " + UNION_OF % ("{t}.s8", EVS_ONE_SPEC) + " join {t}.s8 s on u.k = s.k",
+        {},
+        0,
+        1,
+    ),
+    "spark, adaptive execution off": (
+        "select k, count(*) from " + UNION_OF % (EVS_ONE_SPEC, "{t}.s8") + " group by k",
+        {"spark.sql.adaptive.enabled": "false"},
+        1,
+        1,
+    ),
+    "hive 8 and hive 4: two counts": (
+        "select k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.h4") + " group by k",
+        {},
+        1,
+        1,
+    ),
+    "hive 8 and spark 8: two hashes": (
+        "select k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.s8") + " group by k",
+        {},
+        1,
+        1,
+    ),
+    "the bucket column at another position": (
+        "select a, count(*) from (select k as a, cast(v as int) as b from {t}.h8"
+        " union all select cast(v as int), k from {t}.h8b) u group by a",
+        {},
+        1,
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(UNIONS))
+def test_unions_of_package_tables_keep_their_placement(spark, tables, case):
+    assert_adaptive_plans(spark, tables, *UNIONS[case])
+
+
 @pytest.mark.parametrize("case", list(COALESCED))
 def test_bucket_counts_with_a_common_divisor(spark, tables, case):
-    template, conf, on, off = COALESCED[case]
+    assert_adaptive_plans(spark, tables, *COALESCED[case])
+
+
+@pytest.mark.parametrize("case", list(SUPERSET))
+def test_joins_on_more_than_the_bucket_columns(spark, tables, case):
+    assert_adaptive_plans(spark, tables, *SUPERSET[case])
+
+
+def assert_adaptive_plans(spark, tables: str, template: str, conf: dict, on: int, off: int) -> None:
+    """As assert_plans, with adaptive execution on unless `conf` says, and
+    `conf` set while each plan is made."""
     sql = template.format(t=tables)
     conf = {"adaptive": conf.get("spark.sql.adaptive.enabled", "true") == "true", **conf}
     conf.pop("spark.sql.adaptive.enabled", None)
@@ -249,6 +398,8 @@ def test_the_checker_models_the_extension(spark, tables, on):
         **{k: (q, {}) for k, (q, _, _) in PLANS.items()},
         **{k: (q, {}) for k, (q, _, _) in EVOLVING.items()},
         **{k: (q, c) for k, (q, c, _, _) in COALESCED.items()},
+        **{k: (q, c) for k, (q, c, _, _) in SUPERSET.items()},
+        **{k: (q, c) for k, (q, c, _, _) in UNIONS.items()},
         **CHECKER_EXTRA,
     }
     judged = 0

@@ -1,7 +1,8 @@
 """The session extension against plans without it: 200 random queries over
 Hive-hash, Spark-hash, evolving and plain tables (two- and three-table joins
-of every kind, aggregates, windows, unions, filters on partitions, keys and
-NULLs), each answering as the plan with bucketing and the extension off.
+of every kind on the bucket columns, on more than them and on others,
+aggregates, windows, unions grouped or joined on the bucket column, filters
+on partitions, keys and NULLs; negative keys), each answering as the plan with bucketing and the extension off.
 
 Replay a failure with SB_SEED=<seed printed> pytest tests/test_extension_randomized.py
 """
@@ -34,12 +35,47 @@ def source(t: str, name: str, alias: str) -> str:
     return f"{t}.{name} {alias}"
 
 
+# Pairs of tables a union of keeps the placement of (8 buckets, one hash), with the extension.
+ONE_PLACEMENT = [("h8", "h8b"), ("h8o", "h8"), ("h8b", "h8o"), ("evs", "s8"), ("s8", "evs"), ("evh", "h8b")]
+
+
+def union_branch(t: str, name: str, alias: str) -> str:
+    """A union branch's k and v: an evolving table's days on one spec, so that it reads bucketed."""
+    where = f" where {alias}.p <= '2024-01-02'" if name in EVOLVING else ""
+    return f"select k, v from {source(t, name, alias)}{where}"
+
+
+def kept_union(plan) -> bool:
+    """Whether a UNION ALL in the physical plan (a JVM SparkPlan) keeps a placement."""
+    nodes = [plan]
+    while nodes:
+        node = nodes.pop()
+        if node.nodeName() == "AdaptiveSparkPlan":
+            nodes.append(node.executedPlan())
+            continue
+        if node.nodeName() == "Union" and "UnknownPartitioning" not in node.outputPartitioning().toString():
+            return True
+        children = node.children().iterator()
+        while children.hasNext():
+            nodes.append(children.next())
+    return False
+
+
 def random_query(rng: random.Random, t: str) -> str:
     """A query over two or three of the tables: joins of every kind on bucket
     or other columns, filters on partitions and keys, aggregates, unions."""
     names = [*TABLES, *EVOLVING, "plain"]
     a, b, c = rng.sample(names, 3)
-    on = rng.choice(["x.k = y.k", "x.k = y.k", "x.k = y.k", "x.k = y.k and x.s = y.s", "x.v = y.v"])
+    on = rng.choice(
+        [
+            "x.k = y.k",
+            "x.k = y.k",
+            "x.k = y.k",
+            "x.k = y.k and x.s = y.s",
+            "x.s = y.s and x.k = y.k and x.p = y.p",
+            "x.v = y.v",
+        ]
+    )
     kind = rng.choice(["join", "left join", "right join", "full join", "left semi join", "left anti join"])
     # The evolving tables' days on one spec (8 buckets), and the day on the other (16):
     # an evolving table reads bucketed only when its scan selects days of one spec,
@@ -76,10 +112,13 @@ def random_query(rng: random.Random, t: str) -> str:
     if shape == 2:
         return f"select count(*), count(distinct x.k) {body}"
     if shape == 3:
-        return (
-            f"select k, count(*), max(v) from (select k, v from {source(t, a, 'u1')}"
-            f" union all select k, v from {source(t, b, 'u2')}) u where k is not null group by k"
-        )
+        if rng.random() < 0.5:
+            a, b = rng.choice(ONE_PLACEMENT)
+        union = f"({union_branch(t, a, 'u1')} union all {union_branch(t, b, 'u2')}) u"
+        if rng.random() < 0.5:
+            return f"select k, count(*), max(v) from {union} where k is not null group by k"
+        join = rng.choice(["join", "left join", "full join"])
+        return f"select count(*), sum(hash(u.k, u.v, z.v)) from {union} {join} {source(t, c, 'z')} on u.k = z.k"
     return f"select k, v, rank() over (partition by k order by v) from {source(t, a, 'w')} where k < 60"
 
 
@@ -87,16 +126,26 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
     seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
     print(f"SB_SEED={seed}")
     rng = random.Random(seed)
-    evolving_bucketed = 0
+    evolving_bucketed = kept = unions = 0
     for i in range(200):
         sql = random_query(rng, tables)
         with extension_on(spark):
             # One plan for both: the plan the query starts from, then its answer.
             df = spark.sql(sql)
-            plan = df._jdf.queryExecution().executedPlan().toString()
+            executed = df._jdf.queryExecution().executedPlan()
+            plan = executed.toString()
+            unions += kept_union(executed)
             got = sorted_rows(df)
         evolving_bucketed += bool(EVOLVING_SCAN.search(plan))
+        kept += "BucketsKeptForJoin" in plan
         assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"
-    print(f"{evolving_bucketed} of 200 queries read an evolving table bucketed")
+    print(
+        f"{evolving_bucketed} of 200 queries read an evolving table bucketed, {kept} kept a join on more keys,"
+        f" {unions} kept a union's placement"
+    )
+    # A union of two tables of one placement: about one query in twenty.
+    assert unions >= 3, f"SB_SEED={seed}: {unions} queries kept a union's placement"
+    # Joins on more than the bucket columns of two package tables: about one query in seven.
+    assert kept >= 5, f"SB_SEED={seed}: {kept} queries kept both sides of a join on more than the bucket columns"
     # The draw reads an evolving table bucketed (its selected days on one spec) in about one query in twelve.
     assert evolving_bucketed >= 5, f"SB_SEED={seed}: {evolving_bucketed} queries read an evolving table bucketed"

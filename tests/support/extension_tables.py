@@ -10,9 +10,9 @@ from harness.spark import extension_on
 from tests.support.incremental import run_model
 
 ROWS = "range(0, {n}, 1, 5)"
-# Keys with NULLs and repeats; a string key; a day partition.
+# Keys with NULLs, repeats and negative values; a string key; a day partition.
 FACT = (
-    "select case when id % 17 = 0 then null else cast(id % {keys} as int) end as k, concat('s', id % 7) as s,"
+    "select case when id % 17 = 0 then null else cast(id % {keys} as int) - 40 end as k, concat('s', id % 7) as s,"
     " cast(id % 3 as string) as p, id as v from range(0, {n}, 1, 5)"
 )
 TABLES = {

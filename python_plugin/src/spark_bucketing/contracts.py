@@ -31,6 +31,8 @@ SPARK_BUCKET_FILE_NAME = re.compile(r"^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?
 #: The extension's class and its per-plan switch (false: plan as stock Spark).
 EXTENSION_CLASS = "sparkbucketing.BucketingExtensions"
 EXTENSION_SWITCH = "spark_bucketing.extension.enabled"
+#: False: joins of the package's tables on more than their bucket columns shuffle, as in stock Spark.
+SUPERSET_KEYS_SWITCH = "spark_bucketing.extension.supersetJoinKeys"
 #: The statement the extension adds: many partitions to new folders in one metastore call.
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
 #: ... and deletes folders inside a table's folder in one statement.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from spark_bucketing.contracts import SORT_ORDERING_SETTING
+from spark_bucketing.contracts import SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import BucketSpec
 
@@ -45,11 +45,13 @@ UNKNOWN_BUCKETING = "UNKNOWN_BUCKETING"
 SESSION_KEYS = (
     "spark.sql.extensions",
     SWITCH,
+    SUPERSET_KEYS_SWITCH,
     "spark.sql.sources.bucketing.enabled",
     "spark.sql.adaptive.enabled",
     "spark.sql.bucketing.coalesceBucketsInJoin.enabled",
     "spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio",
     "spark.sql.requireAllClusterKeysForCoPartition",
+    "spark.sql.unionOutputPartitioning",
     SORT_ORDERING_SETTING,
     "spark.sql.shuffle.partitions",
 )
@@ -101,6 +103,16 @@ class EngineSettings:
     @property
     def require_all_cluster_keys(self) -> bool:
         return self._get("spark.sql.requireAllClusterKeysForCoPartition", "true") == "true"
+
+    @property
+    def union_output_partitioning(self) -> bool:
+        return self._get("spark.sql.unionOutputPartitioning", "true") == "true"
+
+    @property
+    def superset_join_keys(self) -> bool:
+        """The extension joins two package tables on more than their bucket
+        columns bucket by bucket (SupersetKeyJoins), under adaptive execution."""
+        return self.extension and self.adaptive and self._get(SUPERSET_KEYS_SWITCH, "true") == "true"
 
     @property
     def sorted_scan_output(self) -> bool:

@@ -24,7 +24,7 @@ from spark_bucketing.checker.keys import dedupe, describe_keys, join_side_reason
 from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.model import Finding, Output, Part, Side
 from spark_bucketing.checker.ordering import sort_state
-from spark_bucketing.checker.partitioning import prefixed
+from spark_bucketing.checker.partitioning import kept_union_part, prefixed
 from spark_bucketing.checker.projection import project
 from spark_bucketing.checker.suggestions import suggestions
 
@@ -86,6 +86,10 @@ class _Flow:
                 )
             )
             part = Part(options=[tuple(cols)], num=self.settings.shuffle_partitions, bucketed=False)
+        elif isinstance(node, exp.Union):
+            part = kept_union_part(branches, self.settings)
+        if part is not None and part.bucketed:
+            return Output(part=part, types=types, base={c: (None, c) for c in types}, bucketed=True)
         return Output(
             part=part,
             types=types,

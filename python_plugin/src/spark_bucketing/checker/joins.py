@@ -68,11 +68,14 @@ def shuffle_choice(left: JoinSide, right: JoinSide, settings: EngineSettings) ->
     """Spark's choice for a join: the sides whose partitioning satisfies the
     keys are kept; of two that cannot join bucket by bucket, the one with
     more partitions (the left one on a tie)."""
-    require_all = settings.require_all_cluster_keys
-    lpos = satisfies(left.part, left.keys, require_all) if left.plain and left.type_ok else None
-    rpos = satisfies(right.part, right.keys, require_all) if right.plain and right.type_ok else None
-    choice = ShuffleChoice(SideChoice(), SideChoice(), settings.shuffle_partitions)
     lp, rp = left.part, right.part
+    kept = kept_on_more_keys(left, right, settings)
+    if kept is not None:
+        return ShuffleChoice(SideChoice(shuffle=False), SideChoice(shuffle=False), kept, lp.hash)
+    require_all = settings.require_all_cluster_keys
+    lpos = satisfies(lp, left.keys, require_all) if left.plain and left.type_ok else None
+    rpos = satisfies(rp, right.keys, require_all) if right.plain and right.type_ok else None
+    choice = ShuffleChoice(SideChoice(), SideChoice(), settings.shuffle_partitions)
     if lpos is not None and rpos is not None:
         same_hash = lp.hash == rp.hash
         joined = E.joined_count(lp.num, rp.num, lp.scan and rp.scan, lp.hash, settings)
@@ -91,6 +94,22 @@ def shuffle_choice(left: JoinSide, right: JoinSide, settings: EngineSettings) ->
     elif rpos is not None:
         choice.right.shuffle, choice.num, choice.placed_by = False, rp.num, rp.hash
     return choice
+
+
+def kept_on_more_keys(left: JoinSide, right: JoinSide, settings: EngineSettings) -> int | None:
+    """The partition count when the extension keeps both sides of a join on
+    more than their bucket columns (SupersetKeyJoins): two scans of package
+    tables, co-partitioned as they are by the keys' positions, hash and
+    count. None otherwise (Spark's own rules decide)."""
+    lp, rp = left.part, right.part
+    if not (settings.superset_join_keys and lp and rp and lp.scan and rp.scan and lp.package and rp.package):
+        return None
+    if not (left.plain and right.plain and left.type_ok and right.type_ok) or lp.hash != rp.hash:
+        return None
+    lpos, rpos = satisfies(lp, left.keys, False), satisfies(rp, right.keys, False)
+    if lpos is None or lpos != rpos or len(lpos) == len(left.keys):
+        return None
+    return E.joined_count(lp.num, rp.num, True, lp.hash, settings)
 
 
 def join_output(kind: str, left: JoinSide, right: JoinSide, choice: ShuffleChoice) -> Part | None:

@@ -95,6 +95,9 @@ class Part:
     # only: the partitioning bucket coalescing (Spark's, the extension's) can
     # shrink. A join's, aggregate's or window's output is not.
     scan: bool = False
+    # Read from a table this package built (the extension keeps such scans
+    # for a join on more than their bucket columns).
+    package: bool = False
 
 
 @dataclass

@@ -60,6 +60,7 @@ def scan_output(source: Source, block: Block, catalog: Catalog, settings: Engine
             sorted=scan_order(info, spec, read, alias),
             hash=spec.hash,
             scan=True,
+            package=info.built_by_package,
         )
     return Output(relation=info.name, part=part, types=types, base=base, reasons=reasons, bucketed=ok)
 

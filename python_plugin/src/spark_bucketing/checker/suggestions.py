@@ -5,7 +5,7 @@ from __future__ import annotations
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.model import Finding, Part
-from spark_bucketing.contracts import SORT_ORDERING_SETTING
+from spark_bucketing.contracts import SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
 
 
 def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, right: Part | None) -> list[str]:
@@ -28,7 +28,7 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 + (f", buckets={left.num if left else right.num}" if (left or right) else ""),
                 E.KEYS_NOT_BUCKET_COLUMNS: f"join or group {rel} on its bucket columns, or bucket it by ({keys})",
                 E.KEYS_SUPERSET: f"join on exactly the bucket columns of {rel}, or set "
-                "spark.sql.requireAllClusterKeysForCoPartition=false",
+                "spark.sql.requireAllClusterKeysForCoPartition=false" + _superset_hint(settings, left, right),
                 E.KEY_POSITIONS: "bucket both sides by the join keys in the same order",
                 E.KEY_CAST: f"join on the column itself, not a cast of it: give {rel}'s key the other side's type "
                 "in the model that builds it",
@@ -66,6 +66,20 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
             f"{SORT_ORDERING_SETTING}=true and the sort-merge join skips its Sort"
         )
     return out
+
+
+def _superset_hint(settings: EngineSettings, left: Part | None, right: Part | None) -> str:
+    """How the extension would keep both sides: only two scans of tables this package built (SupersetKeyJoins)."""
+    if settings.superset_join_keys or not all(p and p.scan and p.package for p in (left, right)):
+        return ""
+    if not settings.extension:
+        return ", or enable the session extension: it joins two tables this package built bucket by bucket"
+    if not settings.adaptive:
+        return (
+            ", or turn spark.sql.adaptive.enabled back on: the extension then joins two tables this package built "
+            "bucket by bucket"
+        )
+    return f", or set {SUPERSET_KEYS_SWITCH}=true where the bucket columns are not skewed"
 
 
 def _coalescing_hint(settings: EngineSettings) -> str:

@@ -14,6 +14,8 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectPlannerStrategy(session => PackageBucketedScans(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
+    extensions.injectQueryPostPlannerStrategyRule(session => SupersetKeyJoins(session))
+    extensions.injectQueryPostPlannerStrategyRule(session => BucketedUnions(session))
     extensions.injectParser((_, delegate) => new BucketingParser(delegate))
     extensions.injectPostHocResolutionRule(session => PlanFolderWrites(session))
     extensions.injectTableFunction(TableFiles.description)

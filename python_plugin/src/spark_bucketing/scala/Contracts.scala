@@ -11,6 +11,8 @@ object Contracts {
   val PartitionRecordKey = "spark_bucketing.record"
   /** The extension's per-plan switch: false plans as stock Spark does. */
   val ExtensionSwitch = "spark_bucketing.extension.enabled"
+  /** Off: joins of package tables on more than their bucket columns shuffle, as stock Spark plans them (SupersetKeyJoins). */
+  val SupersetKeysSwitch = "spark_bucketing.extension.supersetJoinKeys"
   /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */

@@ -9,8 +9,11 @@ import org.apache.spark.sql.catalyst.plans.physical._
  *  that Spark's shuffle places rows by it (ShuffleExchangeExec asks any
  *  HashPartitioning for its partitionIdExpression), but never equal to
  *  Spark's Murmur3 HashPartitioning nor compatible with it. */
-class HiveHashPartitioning(expressions: Seq[Expression], numPartitions: Int)
+class HiveHashPartitioning(expressions: Seq[Expression], numPartitions: Int, val kept: Seq[Expression] = Nil)
     extends HashPartitioning(expressions, numPartitions) {
+
+  /** The same placement, which a join on `joinKeys` may keep though they are more than its columns (SupersetKeyJoins). */
+  def keptFor(joinKeys: Seq[Expression]): HiveHashPartitioning = new HiveHashPartitioning(expressions, numPartitions, joinKeys)
 
   override def partitionIdExpression: Expression =
     Pmod(BitwiseAnd(HiveHash(expressions), Literal(Int.MaxValue)), Literal(numPartitions))
@@ -26,18 +29,23 @@ class HiveHashPartitioning(expressions: Seq[Expression], numPartitions: Int)
 
   // Spark rewrites partitionings (aliases, canonical forms) through these: they must keep the hash.
   override protected def withNewChildrenInternal(newChildren: IndexedSeq[Expression]): HashPartitioning =
-    new HiveHashPartitioning(newChildren, numPartitions)
+    new HiveHashPartitioning(newChildren, numPartitions, kept)
 
   override def copy(expressions: Seq[Expression] = expressions, numPartitions: Int = numPartitions): HashPartitioning =
-    new HiveHashPartitioning(expressions, numPartitions)
+    new HiveHashPartitioning(expressions, numPartitions, kept)
 
   // Exchange reuse and plan comparison go by equality: never equal to a Murmur3 partitioning.
+  // Expressions compare semantically: a union keeps its children's placement only when they
+  // are equal, and a projection's output names a column with its table's qualifier where the
+  // scan's placement names it without.
   override def canEqual(other: Any): Boolean = other.isInstanceOf[HiveHashPartitioning]
   override def equals(other: Any): Boolean = other match {
-    case o: HiveHashPartitioning => expressions == o.expressions && numPartitions == o.numPartitions
+    case o: HiveHashPartitioning =>
+      numPartitions == o.numPartitions && expressions.length == o.expressions.length &&
+        expressions.zip(o.expressions).forall { case (a, b) => a.semanticEquals(b) }
     case _ => false
   }
-  override def hashCode(): Int = ("hive", expressions, numPartitions).hashCode()
+  override def hashCode(): Int = ("hive", expressions.map(_.canonicalized), numPartitions).hashCode()
   override def toString: String = s"hivehashpartitioning(${expressions.mkString(", ")}, $numPartitions)"
 }
 
@@ -45,7 +53,7 @@ class HiveHashPartitioning(expressions: Seq[Expression], numPartitions: Int)
  *  same count by the same join key positions: the rules of Spark's own
  *  HashShuffleSpec (key positions, spark.sql.requireAllClusterKeysForCoPartition),
  *  asked of the Murmur3 twin of each side so that the two hashes follow one
- *  rule book. Never compatible with Spark's HashShuffleSpec: the same count
+ *  rule book (but for a join that keeps it, SupersetKeyJoins). Never compatible with Spark's HashShuffleSpec: the same count
  *  by another hash puts a key elsewhere. The other side of a join can be
  *  shuffled into this partitioning. */
 case class HiveHashShuffleSpec(partitioning: HiveHashPartitioning, distribution: ClusteredDistribution) extends ShuffleSpec {
@@ -60,7 +68,8 @@ case class HiveHashShuffleSpec(partitioning: HiveHashPartitioning, distribution:
     case _ => false
   }
 
-  override def canCreatePartitioning: Boolean = twin.canCreatePartitioning
+  override def canCreatePartitioning: Boolean =
+    partitioning.kept.nonEmpty && KeptKeys.same(distribution.clustering, partitioning.kept) || twin.canCreatePartitioning
 
   override def createPartitioning(clustering: Seq[Expression]): Partitioning = twin.createPartitioning(clustering) match {
     case h: HashPartitioning => new HiveHashPartitioning(h.expressions, h.numPartitions)

@@ -14,6 +14,13 @@ plan (from Spark's event log) are counted.
 
     .venv/bin/python benchmarks/bench_extension.py [--rows 8000000] [--buckets 16]
 
+With --sorted: two Spark-hash tables of 16,000,000 and 8,000,000 rows sorted
+by `k` (no partitions, so each bucket is one sorted file), the same join
+with the extension on (its sort-merge join skips both Sorts) and off (stock
+Spark sorts both sides), broadcast off:
+
+    .venv/bin/python benchmarks/bench_extension.py --sorted [--rows 16000000]
+
 Prints the figures docs/benchmarks.md reports.
 """
 
@@ -50,22 +57,33 @@ SIDES = {
     "Spark hash (stock Spark)": ("join_spark", "big_spark", "half_spark", {}),
     "Hive hash N x N/2, ext. on": ("join_hive_halved", "big_hive", "halfb_hive", {}),
 }
+SORTED_SIDES = {
+    "sorted, extension on": ("join_sorted_on", "big_sorted", "half_sorted", {}),
+    "sorted, extension off": ("join_sorted_off", "big_sorted", "half_sorted", {"pre_hook": OFF}),
+}
 EXCHANGE_LINE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?Exchange\b", re.M)
+SORT_LINE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?Sort \[", re.M)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=8_000_000)
+    parser.add_argument(
+        "--rows", type=int, default=None, help="the bigger table's rows (8,000,000; --sorted 16,000,000)"
+    )
+    parser.add_argument("--sorted", action="store_true", help="the sorted join, Sort skipped against Sort kept")
     parser.add_argument("--buckets", type=int, default=16)
     parser.add_argument("--base", type=Path, default=None, help="folder for the project (default: a temporary one)")
     args = parser.parse_args()
+    args.rows = args.rows or (16_000_000 if args.sorted else 8_000_000)
     counted = project_with_events(
         (args.base or Path(tempfile.mkdtemp(prefix="sb-bench-extension-"))) / "extension",
         **extension.spark_settings(extension.build_jar()),
-        **{"spark.sql.autoBroadcastJoinThreshold": "10485760"},
+        **{"spark.sql.autoBroadcastJoinThreshold": "-1" if args.sorted else "10485760"},
     )
     project = counted.project
     keys = args.rows // 4
+    if args.sorted:
+        return sorted_join(counted, args.rows, keys, args.buckets)
     # name: (family, rows, seed, buckets); halfb_hive holds half_hive's rows in half the buckets.
     tables = {
         f"{name}_{family}": (family, rows, seed, args.buckets)
@@ -98,19 +116,52 @@ def main() -> int:
     return 0
 
 
+def sorted_join(counted: Counted, rows: int, keys: int, buckets: int) -> int:
+    project = counted.project
+    for name, n, seed in (("big_sorted", rows, 1), ("half_sorted", rows // 2, 2)):
+        project.write_model(
+            name,
+            TABLE.format(rows=n, keys=keys, seed=seed),
+            {
+                "materialized": "bucketed_table",
+                "clustered_by": "k",
+                "sorted_by": "k",
+                "buckets": buckets,
+                "bucket_hash": "spark",
+            },
+        )
+    for model, a, b, hooks in SORTED_SIDES.values():
+        project.write_model(model, JOIN.format(a=a, b=b), {"materialized": "table", **hooks})
+    project.dbt("run", "--select", "big_sorted", "half_sorted")
+    best = best_alternating({side: runner(counted, model) for side, (model, *_) in SORTED_SIDES.items()})
+    kept = best["sorted, extension off"]["s"]
+    print(
+        f"\nSort-merge join + aggregation on k: {rows:,} x {rows // 2:,} rows sorted by k,"
+        f" {keys:,} keys, {buckets} buckets"
+    )
+    print(f"{'side':<24} {'s':>7} {'vs Sort kept':>13} {'exchanges':>10} {'sorts':>6} {'stmts':>6} {'jobs':>5}")
+    for side, r in best.items():
+        print(
+            f"{side:<24} {r['s']:>7.1f} {r['s'] / kept:>12.2f}x {r['exchanges']:>10} {r['sorts']:>6}"
+            f" {r['statements']:>6} {r['jobs']:>5}"
+        )
+    same_rows(project, [model for model, *_ in SORTED_SIDES.values()], "k, n, s")
+    return 0
+
+
 def runner(counted: Counted, model: str):
     def run():
         before = set(counted.events.iterdir())
         result = counted.run("--select", model)
-        result["exchanges"] = join_exchanges(set(counted.events.iterdir()) - before)
+        result["exchanges"], result["sorts"] = join_plan_counts(set(counted.events.iterdir()) - before)
         return result
 
     return run
 
 
-def join_exchanges(event_logs: set[Path]) -> int:
-    """Exchanges in the plan of the run's statement that joins (the widest one)."""
-    most = 0
+def join_plan_counts(event_logs: set[Path]) -> tuple[int, int]:
+    """(Exchanges, Sorts) in the plan of the run's statement that joins (the widest one)."""
+    most = (0, 0)
     for log in event_log_files(event_logs):
         for line in log.read_text(errors="replace").splitlines():
             if 'SparkListenerSQLExecutionStart"' not in line:
@@ -118,7 +169,7 @@ def join_exchanges(event_logs: set[Path]) -> int:
             plan = json.loads(line).get("physicalPlanDescription", "")
             tree = plan.split("== Physical Plan ==", 1)[-1].split("\n\n", 1)[0]
             if "Join" in tree:
-                most = max(most, len(EXCHANGE_LINE.findall(tree)))
+                most = max(most, (len(EXCHANGE_LINE.findall(tree)), len(SORT_LINE.findall(tree))))
     return most
 
 

@@ -329,6 +329,72 @@ UNIONS = {
 }
 
 
+# Package tables sorted by the bucket column (SortedBuckets): a sort-merge
+# join skips the Sort of a side whose every selected bucket is one file.
+# (query, settings, (Exchanges, Sorts) on, (Exchanges, Sorts) off).
+ONE_DAY = " where a.p = '1' and b.p = '1'"
+SORTED = {
+    "hive sorted, one partition each side": (
+        "select a.v, b.v from {t}.h8s a join {t}.h8s b on a.k = b.k" + ONE_DAY,
+        {},
+        (0, 0),
+        (2, 2),
+    ),
+    "hive sorted, every partition: several files a bucket": (
+        "select a.v, b.v from {t}.h8s a join {t}.h8s b on a.k = b.k",
+        {},
+        (0, 2),
+        (2, 2),
+    ),
+    "hive sorted by (k, v), joined on both": (
+        "select a.s, b.s from {t}.h8s a join {t}.h8s b on a.k = b.k and a.v = b.v" + ONE_DAY,
+        {},
+        (0, 0),
+        (2, 2),
+    ),
+    "spark sorted with itself, a full join": (
+        "select a.v, b.v from {t}.s8s a full join {t}.s8s b on a.k = b.k",
+        {},
+        (0, 0),
+        (0, 2),
+    ),
+    "spark sorted and spark unsorted": (
+        "select a.v, b.v from {t}.s8s a join {t}.s8 b on a.k = b.k",
+        {},
+        (0, 1),
+        (0, 2),
+    ),
+    "spark sorted 8 and spark 4: coalesced, so sorted again": (
+        "select a.v, b.v from {t}.s8s a join {t}.s4 b on a.k = b.k",
+        {},
+        (0, 2),
+        (1, 2),
+    ),
+    "sorted on another column": ("select a.s, b.s from {t}.h8o a join {t}.h8o b on a.k = b.k", {}, (0, 2), (2, 2)),
+    "adaptive execution off": (
+        "select a.v, b.v from {t}.s8s a join {t}.s8s b on a.k = b.k",
+        {"spark.sql.adaptive.enabled": "false"},
+        (0, 2),
+        (0, 2),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SORTED))
+def test_sorted_package_tables_skip_the_sort(spark, tables, case):
+    template, conf, on, off = SORTED[case]
+    sql = template.format(t=tables)
+    conf = {"spark.sql.adaptive.enabled": "true", **conf}
+    with extension_on(spark):
+        plan = plans.executed_plan(spark, sql, **conf)
+        assert (plans.exchanges(plan), plans.sorts(plan)) == on, plan
+        got = rows(spark, sql)
+    with extension_on(spark, False):
+        plan = plans.executed_plan(spark, sql, **conf)
+        assert (plans.exchanges(plan), plans.sorts(plan)) == off, plan
+    assert got == reference_rows(spark, sql)
+
+
 @pytest.mark.parametrize("case", list(UNIONS))
 def test_unions_of_package_tables_keep_their_placement(spark, tables, case):
     assert_adaptive_plans(spark, tables, *UNIONS[case])
@@ -400,6 +466,7 @@ def test_the_checker_models_the_extension(spark, tables, on):
         **{k: (q, c) for k, (q, c, _, _) in COALESCED.items()},
         **{k: (q, c) for k, (q, c, _, _) in SUPERSET.items()},
         **{k: (q, c) for k, (q, c, _, _) in UNIONS.items()},
+        **{k: (q, c) for k, (q, c, _, _) in SORTED.items()},
         **CHECKER_EXTRA,
     }
     judged = 0

@@ -1,6 +1,6 @@
 """The tables the extension tests read: Hive-hash tables this package built
-(Parquet, ORC, partitioned, 4, 6 and 8 buckets, two bucket columns),
-Spark-hash tables (4 and 8 buckets), evolving tables of both hash families
+(Parquet, ORC, partitioned, 4, 6 and 8 buckets, two bucket columns, sorted by
+the bucket column), Spark-hash tables (4 and 8 buckets, sorted and not), evolving tables of both hash families
 and a plain one; and the answer of a query with bucketing and the extension
 off, every side shuffled by Spark."""
 
@@ -26,6 +26,12 @@ TABLES = {
     "hks": (FACT.format(keys=250, n=2000), {"bucket_hash": "hive", "buckets": 8, "clustered_by": ["k", "s"]}),
     "h6": (FACT.format(keys=220, n=1800), {"bucket_hash": "hive", "buckets": 6}),
     "s8": (FACT.format(keys=350, n=3000), {"bucket_hash": "spark", "buckets": 8}),
+    # Sorted by the bucket column: one partition of h8s, or s8s, is one sorted file per bucket.
+    "h8s": (
+        FACT.format(keys=300, n=3000),
+        {"bucket_hash": "hive", "buckets": 8, "partition_by": "p", "sorted_by": ["k", "v"]},
+    ),
+    "s8s": (FACT.format(keys=350, n=2000), {"bucket_hash": "spark", "buckets": 8, "sorted_by": ["k"]}),
     "s4": (FACT.format(keys=150, n=1500), {"bucket_hash": "spark", "buckets": 4}),
 }
 PLAIN = FACT.format(keys=450, n=2500)

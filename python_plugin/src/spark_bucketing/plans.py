@@ -1,4 +1,4 @@
-"""The physical plan Spark runs for a query, and its Exchange (shuffle)
+"""The physical plan Spark runs for a query, its Exchange (shuffle) and Sort
 nodes: the one way the demo, the tests and the benchmarks read a plan."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 _EXCHANGE_NODE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?(Reused)?Exchange\b")
+_SORT_NODE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?Sort \[")
 
 
 def executed_plan(spark, sql: str, **conf: str) -> str:
@@ -28,3 +29,8 @@ def exchanges(plan: str, partitioning: str | None = None) -> int:
         bool(_EXCHANGE_NODE.match(line)) and (partitioning is None or partitioning in line)
         for line in plan.splitlines()
     )
+
+
+def sorts(plan: str) -> int:
+    """Sort nodes in a plan's text (not a SortMergeJoin's or a SortAggregate's name)."""
+    return sum(bool(_SORT_NODE.match(line)) for line in plan.splitlines())

@@ -233,13 +233,17 @@ class _Flow:
         unknown = left.desc.unknown or right.desc.unknown
         choice = shuffle_choice(left, right, self.settings)
 
-        finding = Finding("join", line, [self.side(left, choice.left, right), self.side(right, choice.right, left)])
+        finding = Finding(
+            "join",
+            line,
+            [self.side(left, choice.left, right, choice.num), self.side(right, choice.right, left, choice.num)],
+        )
         finding.join_type, finding.unknown = kind, unknown
         finding.suggestions = suggestions(finding, self.settings, left_part, right_part)
         self.findings.append(finding)
         return join_output(kind, left, right, choice), unknown
 
-    def side(self, s: JoinSide, shuffled: SideChoice, other: JoinSide) -> Side:
+    def side(self, s: JoinSide, shuffled: SideChoice, other: JoinSide, num: int) -> Side:
         reasons = []
         if shuffled.shuffle:
             reasons = join_side_reasons(s.part, s.keys, s.plain, s.type_ok, s.desc, self.settings) + shuffled.extra
@@ -251,5 +255,5 @@ class _Flow:
             shuffle=shuffled.shuffle,
             reasons=dedupe(reasons),
             local_keys=s.desc.local,
-            sort=sort_state(s.part, s.keys, shuffled.shuffle, self.settings.sorted_scan_output) if plain_join else None,
+            sort=sort_state(s.part, s.keys, shuffled.shuffle, self.settings, num) if plain_join else None,
         )

@@ -1,10 +1,12 @@
 """When a sort-merge join can skip its Sort: Spark returns a bucketed scan's
 rows in `sorted_by` order only with
-`spark.sql.legacy.bucketedTableScan.outputOrdering=true` and when every
-selected bucket is one file, which the package's metadata can tell."""
+`spark.sql.legacy.bucketedTableScan.outputOrdering=true` (or, for the
+package's tables, the session extension) and when every selected bucket is
+one file, which the package's metadata can tell."""
 
 from __future__ import annotations
 
+from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.model import Part
 from spark_bucketing.checker.relations import RelationInfo
 from spark_bucketing.contracts import SORT_ORDERING_SETTING
@@ -39,12 +41,17 @@ def required_order(part: Part, keys: list) -> tuple:
     return tuple(keys)
 
 
-def sort_state(part: Part | None, keys: list, shuffled: bool, setting_on: bool) -> str | None:
+def sort_state(part: Part | None, keys: list, shuffled: bool, settings: EngineSettings, num: int) -> str | None:
+    """ "needed", "skipped" or "skippable" (a setting would skip it) for a
+    sort-merge join side kept in `num` partitions; None when unknown."""
     if shuffled:
         return "needed"
     if part is None or part.sorted is None:
         return None
     required = required_order(part, keys)
-    if part.sorted[: len(required)] != required:
+    if part.sorted[: len(required)] != required or part.num != num:
+        # Read in fewer tasks than buckets (coalesced), a task holds several sorted buckets.
         return "needed"
-    return "skipped" if setting_on else "skippable"
+    # The extension states the order of a package table's scan (SortedBuckets), under adaptive execution.
+    by_extension = settings.extension and settings.adaptive and part.package
+    return "skipped" if settings.sorted_scan_output or by_extension else "skippable"

@@ -16,6 +16,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
     extensions.injectQueryPostPlannerStrategyRule(session => SupersetKeyJoins(session))
     extensions.injectQueryPostPlannerStrategyRule(session => BucketedUnions(session))
+    extensions.injectQueryPostPlannerStrategyRule(session => SortedBuckets(session))
     extensions.injectParser((_, delegate) => new BucketingParser(delegate))
     extensions.injectPostHocResolutionRule(session => PlanFolderWrites(session))
     extensions.injectTableFunction(TableFiles.description)

@@ -63,7 +63,7 @@ object PackageBucketedSide {
   }
 
   /** The scan's table, from the logical plan it was planned from: no catalog call. */
-  private def builtByPackage(s: FileSourceScanExec): Boolean =
+  def builtByPackage(s: FileSourceScanExec): Boolean =
     s.logicalLink.exists(_.collectLeaves().exists {
       case l: LogicalRelation => l.catalogTable.exists(_.properties.contains(BucketingExtensions.Marker))
       case _ => false

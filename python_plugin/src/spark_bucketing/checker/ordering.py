@@ -42,8 +42,9 @@ def required_order(part: Part, keys: list) -> tuple:
 
 
 def sort_state(part: Part | None, keys: list, shuffled: bool, settings: EngineSettings, num: int) -> str | None:
-    """ "needed", "skipped" or "skippable" (a setting would skip it) for a
-    sort-merge join side kept in `num` partitions; None when unknown."""
+    """Whether a sort-merge join side joined in `num` partitions needs its
+    Sort: "needed", "skipped", "skippable" (a setting would skip it), or None
+    when the files are not known."""
     if shuffled:
         return "needed"
     if part is None or part.sorted is None:

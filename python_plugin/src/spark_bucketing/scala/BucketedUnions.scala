@@ -1,13 +1,10 @@
 package sparkbucketing
 
-import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeMap}
 import org.apache.spark.sql.catalyst.plans.physical.{HashPartitioning, Partitioning, UnknownPartitioning}
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode, UnionExec}
-import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.apache.spark.sql.execution.{SparkPlan, UnionExec}
 
 /** A UNION ALL of this package's tables read bucketed with one placement (the
  *  same hash, count and bucket columns at the same output positions) keeps
@@ -37,9 +34,7 @@ case class BucketedUnions(session: SparkSession) extends Rule[SparkPlan] {
 
 /** Its child's rows, order and placement, the placement named by the child's
  *  output columns (the same columns, by expression id). */
-case class PlacedByOutputExec(child: SparkPlan) extends UnaryExecNode {
-
-  override def output: Seq[Attribute] = child.output
+case class PlacedByOutputExec(child: SparkPlan) extends PassThroughExec {
 
   override def outputPartitioning: Partitioning = child.outputPartitioning match {
     case h: HashPartitioning =>
@@ -48,9 +43,5 @@ case class PlacedByOutputExec(child: SparkPlan) extends UnaryExecNode {
     case other => other
   }
 
-  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
-  override def supportsColumnar: Boolean = child.supportsColumnar
-  override protected def doExecute(): RDD[InternalRow] = child.execute()
-  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = child.executeColumnar()
   override protected def withNewChildInternal(newChild: SparkPlan): PlacedByOutputExec = copy(child = newChild)
 }

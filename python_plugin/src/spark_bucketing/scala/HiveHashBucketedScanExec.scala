@@ -1,11 +1,7 @@
 package sparkbucketing
 
-import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical._
-import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 
 /** A bucketed scan of a Hive-hash table: the scan below reads one task per
  *  bucket (its files grouped by the bucket id in their names), and this node
@@ -13,7 +9,7 @@ import org.apache.spark.sql.vectorized.ColumnarBatch
  *  index. It requires its child's own bucketing, which keeps Spark from
  *  turning the bucketed read off below it (DisableUnnecessaryBucketedScan)
  *  or placing anything between them. */
-case class HiveHashBucketedScanExec(child: SparkPlan) extends UnaryExecNode {
+case class HiveHashBucketedScanExec(child: SparkPlan) extends PassThroughExec {
 
   private def bucketing: Option[HashPartitioning] = child match {
     case scan: FileSourceScanExec if scan.bucketedScan =>
@@ -23,8 +19,6 @@ case class HiveHashBucketedScanExec(child: SparkPlan) extends UnaryExecNode {
       }
     case _ => None
   }
-
-  override def output: Seq[Attribute] = child.output
 
   override def outputPartitioning: Partitioning = bucketing match {
     case Some(h) => new HiveHashPartitioning(h.expressions, h.numPartitions)
@@ -36,9 +30,5 @@ case class HiveHashBucketedScanExec(child: SparkPlan) extends UnaryExecNode {
     case None => UnspecifiedDistribution :: Nil
   }
 
-  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
-  override def supportsColumnar: Boolean = child.supportsColumnar
-  override protected def doExecute(): RDD[InternalRow] = child.execute()
-  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = child.executeColumnar()
   override protected def withNewChildInternal(newChild: SparkPlan): HiveHashBucketedScanExec = copy(child = newChild)
 }

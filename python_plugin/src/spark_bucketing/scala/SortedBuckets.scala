@@ -1,13 +1,9 @@
 package sparkbucketing
 
-import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, Attribute, SortOrder}
-import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.catalyst.expressions.{Ascending, SortOrder}
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.vectorized.ColumnarBatch
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 
 /** A bucketed scan of a package table declared `sorted_by` returns each
  *  bucket's rows in that order when every bucket it selects is one file: the
@@ -46,12 +42,7 @@ case class SortedBuckets(session: SparkSession) extends Rule[SparkPlan] {
 
 /** A package scan (or its Hive-hash node) whose buckets are each one sorted
  *  file: its child's rows and placement, in `ordering` (SortedBuckets). */
-case class SortedBucketsExec(child: SparkPlan, ordering: Seq[SortOrder]) extends UnaryExecNode {
-  override def output: Seq[Attribute] = child.output
-  override def outputPartitioning: Partitioning = child.outputPartitioning
+case class SortedBucketsExec(child: SparkPlan, ordering: Seq[SortOrder]) extends PassThroughExec {
   override def outputOrdering: Seq[SortOrder] = ordering
-  override def supportsColumnar: Boolean = child.supportsColumnar
-  override protected def doExecute(): RDD[InternalRow] = child.execute()
-  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = child.executeColumnar()
   override protected def withNewChildInternal(newChild: SparkPlan): SortedBucketsExec = copy(child = newChild)
 }

@@ -1,15 +1,12 @@
 package sparkbucketing
 
-import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.physical._
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, ProjectExec, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, ProjectExec, SparkPlan}
 import org.apache.spark.sql.execution.datasources.LogicalRelation
 import org.apache.spark.sql.execution.joins.ShuffledJoin
-import org.apache.spark.sql.vectorized.ColumnarBatch
 
 /** Joins two of this package's bucketed tables on keys that contain both
  *  sides' bucket columns (bucketed on k, joined on k and x) with no Exchange:
@@ -73,9 +70,7 @@ object PackageBucketedSide {
 /** A join side kept as it is (SupersetKeyJoins): its child's rows, order and
  *  placement, with the placement marked as one the join on `joinKeys` may
  *  keep although the keys are more than its columns. */
-case class BucketsKeptForJoinExec(child: SparkPlan, joinKeys: Seq[Expression]) extends UnaryExecNode {
-
-  override def output: Seq[Attribute] = child.output
+case class BucketsKeptForJoinExec(child: SparkPlan, joinKeys: Seq[Expression]) extends PassThroughExec {
 
   override def outputPartitioning: Partitioning = child.outputPartitioning match {
     case h: HiveHashPartitioning => h.keptFor(joinKeys)
@@ -89,10 +84,6 @@ case class BucketsKeptForJoinExec(child: SparkPlan, joinKeys: Seq[Expression]) e
     case _ => false
   }
 
-  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
-  override def supportsColumnar: Boolean = child.supportsColumnar
-  override protected def doExecute(): RDD[InternalRow] = child.execute()
-  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = child.executeColumnar()
   override protected def withNewChildInternal(newChild: SparkPlan): BucketsKeptForJoinExec = copy(child = newChild)
 }
 

@@ -81,7 +81,6 @@ def main() -> int:
         **extension.spark_settings(extension.build_jar()),
         **{"spark.sql.autoBroadcastJoinThreshold": "-1" if args.sorted else "10485760"},
     )
-    project = counted.project
     keys = args.rows // 4
     if args.sorted:
         return sorted_join(counted, args.rows, keys, args.buckets)
@@ -92,16 +91,11 @@ def main() -> int:
         for name, rows, seed in (("big", args.rows, 1), ("half", args.rows // 2, 2))
     }
     tables["halfb_hive"] = ("hive", args.rows // 2, 2, args.buckets // 2)
-    for name, (family, rows, seed, buckets) in tables.items():
-        project.write_model(
-            name,
-            TABLE.format(rows=rows, keys=keys, seed=seed),
-            {"materialized": "bucketed_table", "clustered_by": "k", "buckets": buckets, "bucket_hash": family},
-        )
-    for model, a, b, hooks in SIDES.values():
-        project.write_model(model, JOIN.format(a=a, b=b), {"materialized": "table", **hooks})
-    project.dbt("run", "--select", *tables)
-    best = best_alternating({side: runner(counted, model) for side, (model, *_) in SIDES.items()})
+    models = {
+        name: (TABLE.format(rows=rows, keys=keys, seed=seed), {"buckets": buckets, "bucket_hash": family})
+        for name, (family, rows, seed, buckets) in tables.items()
+    }
+    best = join_sides(counted, models, SIDES, "s")
     stock = best["Spark hash (stock Spark)"]["s"]
     print(
         f"\nJoin + aggregation on the bucket column: {args.rows:,} x {args.rows // 2:,} rows,"
@@ -113,28 +107,16 @@ def main() -> int:
             f"{side:<28} {r['s']:>7.1f} {r['s'] / stock:>13.2f}x {r['exchanges']:>10}"
             f" {r['statements']:>6} {r['jobs']:>5}"
         )
-    same_rows(project, [model for model, *_ in SIDES.values()], "k, n, s")
     return 0
 
 
 def sorted_join(counted: Counted, rows: int, keys: int, buckets: int) -> int:
-    project = counted.project
-    for name, n, seed in (("big_sorted", rows, 1), ("half_sorted", rows // 2, 2)):
-        project.write_model(
-            name,
-            TABLE.format(rows=n, keys=keys, seed=seed),
-            {
-                "materialized": "bucketed_table",
-                "clustered_by": "k",
-                "sorted_by": "k",
-                "buckets": buckets,
-                "bucket_hash": "spark",
-            },
-        )
-    for model, a, b, hooks in SORTED_SIDES.values():
-        project.write_model(model, JOIN.format(a=a, b=b), {"materialized": "table", **hooks})
-    project.dbt("run", "--select", "big_sorted", "half_sorted")
-    best = best_alternating({side: runner(counted, model) for side, (model, *_) in SORTED_SIDES.items()}, "model")
+    config = {"sorted_by": "k", "buckets": buckets, "bucket_hash": "spark"}
+    models = {
+        name: (TABLE.format(rows=n, keys=keys, seed=seed), config)
+        for name, n, seed in (("big_sorted", rows, 1), ("half_sorted", rows // 2, 2))
+    }
+    best = join_sides(counted, models, SORTED_SIDES, "model")
     kept = best["sorted, extension off"]["model"]
     print(
         f"\nSort-merge join + aggregation on k: {rows:,} x {rows // 2:,} rows sorted by k,"
@@ -147,8 +129,22 @@ def sorted_join(counted: Counted, rows: int, keys: int, buckets: int) -> int:
             f"{side:<24} {r['model']:>8.1f} {r['model'] / kept:>12.2f}x {r['s']:>7.1f} {r['exchanges']:>10}"
             f" {r['sorts']:>6} {r['jobs']:>5}"
         )
-    same_rows(project, [model for model, *_ in SORTED_SIDES.values()], "k, n, s")
     return 0
+
+
+def join_sides(counted: Counted, tables: dict[str, tuple[str, dict]], sides: dict, key: str) -> dict:
+    """Builds `tables` ({name: (query, config)}, bucketed on k) once, untimed;
+    then each side's join model, alternated, best of two by `key`. The sides
+    must end with the same rows."""
+    project = counted.project
+    for name, (sql, config) in tables.items():
+        project.write_model(name, sql, {"materialized": "bucketed_table", "clustered_by": "k", **config})
+    for model, a, b, hooks in sides.values():
+        project.write_model(model, JOIN.format(a=a, b=b), {"materialized": "table", **hooks})
+    project.dbt("run", "--select", *tables)
+    best = best_alternating({side: runner(counted, model) for side, (model, *_) in sides.items()}, key)
+    same_rows(project, [model for model, *_ in sides.values()], "k, n, s")
+    return best
 
 
 def runner(counted: Counted, model: str):

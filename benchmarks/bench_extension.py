@@ -21,6 +21,18 @@ Spark sorts both sides), broadcast off:
 
     .venv/bin/python benchmarks/bench_extension.py --sorted [--rows 16000000]
 
+With --cloned: a Spark-hash table of 16,000,000 rows in 64 buckets joined
+with one of 4,000,000 rows in 4 (--small-buckets 8 for 8), both sorted by
+`k`, past the coalescing ratio: read cloned (the smaller side once per
+bucket of the larger, filtered to it; no Exchange, no Sort), with the
+extension on and cloning off (the smaller side shuffled into 64 and sorted;
+the larger side's Sort skipped), and stock Spark (the smaller side shuffled,
+both sorted). Broadcast off:
+
+    .venv/bin/python benchmarks/bench_extension.py --cloned [--rows 16000000] [--small-buckets 4] [--unsorted]
+
+(--unsorted: neither table sorted, so every side sorts both.)
+
 Prints the figures docs/benchmarks.md reports.
 """
 
@@ -38,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_scale import Counted, best_alternating, event_log_files, project_with_events, same_rows  # noqa: E402
 
-from spark_bucketing import extension  # noqa: E402
+from spark_bucketing import contracts, extension  # noqa: E402
 
 TABLE = """
 select cast(pmod(hash(id, {seed}), {keys}) as int) as k, id as v, cast(id % 997 as double) as w
@@ -50,12 +62,19 @@ from {{{{ ref('{a}') }}}} a join {{{{ ref('{b}') }}}} b on a.k = b.k
 group by a.k
 """
 OFF = "SET " + extension.SWITCH + "=false"
+CLONE_ON = "SET " + contracts.CLONE_RATIO_SETTING + "=16"
+CLONE_OFF = "SET " + contracts.CLONE_RATIO_SETTING + "=1"
 # side: (model, the two tables it joins, hooks)
 SIDES = {
     "Hive hash, extension on": ("join_hive_on", "big_hive", "half_hive", {}),
     "Hive hash, extension off": ("join_hive_off", "big_hive", "half_hive", {"pre_hook": OFF}),
     "Spark hash (stock Spark)": ("join_spark", "big_spark", "half_spark", {}),
     "Hive hash N x N/2, ext. on": ("join_hive_halved", "big_hive", "halfb_hive", {}),
+}
+CLONED_SIDES = {
+    "cloned (maxCloneRatio 16)": ("join_cloned", "big_64", "small_few", {"pre_hook": CLONE_ON}),
+    "shuffled, extension on": ("join_cloned_shuffled", "big_64", "small_few", {"pre_hook": CLONE_OFF}),
+    "stock (extension off)": ("join_cloned_stock", "big_64", "small_few", {"pre_hook": OFF}),
 }
 SORTED_SIDES = {
     "sorted, extension on": ("join_sorted_on", "big_sorted", "half_sorted", {}),
@@ -72,18 +91,23 @@ def main() -> int:
         "--rows", type=int, default=None, help="the bigger table's rows (8,000,000; --sorted 16,000,000)"
     )
     parser.add_argument("--sorted", action="store_true", help="the sorted join, Sort skipped against Sort kept")
+    parser.add_argument("--cloned", action="store_true", help="64 buckets joined with 4 or 8: cloned vs shuffled")
+    parser.add_argument("--small-buckets", type=int, default=4, help="--cloned: the smaller table's buckets")
+    parser.add_argument("--unsorted", action="store_true", help="--cloned: tables not sorted by k")
     parser.add_argument("--buckets", type=int, default=16)
     parser.add_argument("--base", type=Path, default=None, help="folder for the project (default: a temporary one)")
     args = parser.parse_args()
-    args.rows = args.rows or (16_000_000 if args.sorted else 8_000_000)
+    args.rows = args.rows or (16_000_000 if args.sorted or args.cloned else 8_000_000)
     counted = project_with_events(
         (args.base or Path(tempfile.mkdtemp(prefix="sb-bench-extension-"))) / "extension",
         **extension.spark_settings(extension.build_jar()),
-        **{"spark.sql.autoBroadcastJoinThreshold": "-1" if args.sorted else "10485760"},
+        **{"spark.sql.autoBroadcastJoinThreshold": "-1" if args.sorted or args.cloned else "10485760"},
     )
     keys = args.rows // 4
     if args.sorted:
         return sorted_join(counted, args.rows, keys, args.buckets)
+    if args.cloned:
+        return cloned_join(counted, args.rows, keys, args.small_buckets, not args.unsorted)
     # name: (family, rows, seed, buckets); halfb_hive holds half_hive's rows in half the buckets.
     tables = {
         f"{name}_{family}": (family, rows, seed, args.buckets)
@@ -117,19 +141,40 @@ def sorted_join(counted: Counted, rows: int, keys: int, buckets: int) -> int:
         for name, n, seed in (("big_sorted", rows, 1), ("half_sorted", rows // 2, 2))
     }
     best = join_sides(counted, models, SORTED_SIDES, "model")
-    kept = best["sorted, extension off"]["model"]
     print(
         f"\nSort-merge join + aggregation on k: {rows:,} x {rows // 2:,} rows sorted by k,"
         f" {keys:,} keys, {buckets} buckets"
     )
+    print_model_times(best, "sorted, extension off", "vs Sort kept")
+    return 0
+
+
+def cloned_join(counted: Counted, rows: int, keys: int, small_buckets: int, sort: bool) -> int:
+    config = {"bucket_hash": "spark", **({"sorted_by": "k"} if sort else {})}
+    models = {
+        name: (TABLE.format(rows=n, keys=keys, seed=seed), {"buckets": buckets, **config})
+        for name, n, seed, buckets in (("big_64", rows, 1, 64), ("small_few", rows // 4, 2, small_buckets))
+    }
+    best = join_sides(counted, models, CLONED_SIDES, "model")
+    print(
+        f"\nJoin + aggregation on k: {rows:,} rows in 64 buckets x {rows // 4:,} rows in {small_buckets},"
+        f" {'both sorted by k' if sort else 'not sorted'}, {keys:,} keys, Spark hash"
+    )
+    print_model_times(best, "stock (extension off)", "vs stock")
+    return 0
+
+
+def print_model_times(best: dict, baseline: str, versus: str) -> None:
+    """Each side's model and wall times, its model time against `baseline`'s, and its join plan's counts."""
+    base = best[baseline]["model"]
+    width = max(len(side) for side in best) + 2
     print("model s: dbt's time for the model; wall s: the whole `dbt run` process, JVM start included")
-    print(f"{'side':<24} {'model s':>8} {'vs Sort kept':>13} {'wall s':>7} {'exchanges':>10} {'sorts':>6} {'jobs':>5}")
+    print(f"{'side':<{width}} {'model s':>8} {versus:>13} {'wall s':>7} {'exchanges':>10} {'sorts':>6} {'jobs':>5}")
     for side, r in best.items():
         print(
-            f"{side:<24} {r['model']:>8.1f} {r['model'] / kept:>12.2f}x {r['s']:>7.1f} {r['exchanges']:>10}"
+            f"{side:<{width}} {r['model']:>8.1f} {r['model'] / base:>12.2f}x {r['s']:>7.1f} {r['exchanges']:>10}"
             f" {r['sorts']:>6} {r['jobs']:>5}"
         )
-    return 0
 
 
 def join_sides(counted: Counted, tables: dict[str, tuple[str, dict]], sides: dict, key: str) -> dict:

@@ -52,6 +52,22 @@ def extension_on(spark: SparkSession, on: bool = True):
         spark.conf.set(extension.SWITCH, before)
 
 
+@contextmanager
+def session_settings(spark: SparkSession, conf: dict[str, str]):
+    """Session settings for the block, each put back as it was after."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def table_location(spark: SparkSession, table: str) -> Path:
     rows = spark.sql(f"describe table extended {table}").collect()
     return local_path(next(r.data_type for r in rows if r.col_name == "Location"))

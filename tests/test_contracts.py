@@ -60,6 +60,7 @@ def test_format_2_names_agree():
 def test_extension_switch_agrees():
     assert _scala_vals()["ExtensionSwitch"] == contracts.EXTENSION_SWITCH
     assert _scala_vals()["SupersetKeysSwitch"] == contracts.SUPERSET_KEYS_SWITCH
+    assert _scala_vals()["CloneRatioSetting"] == contracts.CLONE_RATIO_SETTING
     assert _macro_return_string("extension_switch") == contracts.EXTENSION_SWITCH
     assert _macro_return_string("extension_class") == contracts.EXTENSION_CLASS
 
@@ -112,6 +113,7 @@ SHARED_LITERALS = [
     contracts.FORMAT_VERSION_KEY,
     contracts.EXTENSION_SWITCH,
     contracts.SUPERSET_KEYS_SWITCH,
+    contracts.CLONE_RATIO_SETTING,
     contracts.EXTENSION_CLASS,
 ]
 

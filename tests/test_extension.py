@@ -12,12 +12,12 @@ import json
 import pytest
 
 from harness.dbt_project import failure_text, with_vars
-from harness.spark import extension_on
+from harness.spark import extension_on, session_settings
 from spark_bucketing import plans
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import relation_from_live
 from spark_bucketing.checker.verify import session_conf, verify
-from spark_bucketing.contracts import SUPERSET_KEYS_SWITCH
+from spark_bucketing.contracts import CLONE_RATIO_SETTING, SUPERSET_KEYS_SWITCH
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import SparkClient
 from tests.support.extension_tables import EVOLVING as EVOLVING_TABLES
@@ -186,7 +186,13 @@ COALESCED = {
         5,
     ),
     "hive 8 and spark 4: the hashes differ": ("select a.v, b.v from {t}.h8 a join {t}.s4 b on a.k = b.k", {}, 1, 1),
-    "ratio past the limit": ("select a.v, b.v from {t}.h8 a join {t}.h4 b on a.k = b.k", {RATIO: "1"}, 1, 2),
+    # Past the ratio, with cloning off (CLONED has it on): the smaller side is shuffled.
+    "ratio past the limit": (
+        "select a.v, b.v from {t}.h8 a join {t}.h4 b on a.k = b.k",
+        {RATIO: "1", CLONE_RATIO_SETTING: "1"},
+        1,
+        2,
+    ),
     "adaptive execution off": (
         "select a.v, b.v from {t}.h8 a join {t}.h4 b on a.k = b.k",
         {"spark.sql.adaptive.enabled": "false"},
@@ -199,132 +205,147 @@ COALESCED = {
 # Join keys that contain both sides' bucket columns: two package tables read
 # bucketed and co-partitioned keep both sides (SupersetKeyJoins, adaptive
 # execution); stock Spark shuffles both by all the keys. (query, settings,
-# Exchanges on, Exchanges off).
+# (Exchanges, Sorts) on, (Exchanges, Sorts) off).
 SUPERSET = {
     "hive 8 and hive 8 on k and s": (
         "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
         {},
-        0,
-        2,
+        (0, 2),
+        (2, 2),
     ),
     "spark 8 with itself on k and v": (
         "select a.s, b.s from {t}.s8 a join {t}.s8 b on a.v = b.v and a.k = b.k",
         {},
-        0,
-        2,
+        (0, 2),
+        (2, 2),
     ),
     "two bucket columns and one more": (
         "select a.v, b.v from {t}.hks a join {t}.hks b on a.k = b.k and a.s = b.s and a.p = b.p",
         {},
-        0,
-        2,
+        (0, 2),
+        (2, 2),
     ),
-    "full join on k and s": ("select a.v, b.v from {t}.h8 a full join {t}.h8o b on a.k = b.k and a.s = b.s", {}, 0, 2),
+    "full join on k and s": (
+        "select a.v, b.v from {t}.h8 a full join {t}.h8o b on a.k = b.k and a.s = b.s",
+        {},
+        (0, 2),
+        (2, 2),
+    ),
     "left anti join on k and s": (
         "select a.v from {t}.h8o a left anti join {t}.h8b b on a.k = b.k and a.s = b.s",
         {},
-        0,
-        2,
+        (0, 2),
+        (2, 2),
     ),
     # The join's output stays placed by k: the aggregation on k needs no Exchange either.
     "group by k over the join": (
         "select a.k, count(*) from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s group by a.k",
         {},
-        0,
-        3,
+        (0, 2),
+        (3, 2),
     ),
     "spark 8 and 4 on k and s: coalesced, then kept": (
         "select a.v, b.v from {t}.s8 a join {t}.s4 b on a.k = b.k and a.s = b.s",
         {},
-        0,
-        2,
+        (0, 2),
+        (2, 2),
     ),
     "evolving spark, days on one spec, with spark 8": (
         "select a.id, b.v from {t}.evs a join {t}.s8 b on a.k = b.k and a.payload = b.s where "
         + ONE_SPEC.format(a="a"),
         {},
-        0,
-        2,
+        (0, 2),
+        (2, 2),
     ),
     # Only two package tables: a plain side, or a side of the other hash, shuffles as in stock Spark.
-    "hive 8 and a plain table": ("select a.v, b.v from {t}.h8 a join {t}.plain b on a.k = b.k and a.s = b.s", {}, 2, 2),
-    "hive 8 and spark 8": ("select a.v, b.v from {t}.h8 a join {t}.s8 b on a.k = b.k and a.s = b.s", {}, 2, 2),
+    "hive 8 and a plain table": (
+        "select a.v, b.v from {t}.h8 a join {t}.plain b on a.k = b.k and a.s = b.s",
+        {},
+        (2, 2),
+        (2, 2),
+    ),
+    "hive 8 and spark 8": (
+        "select a.v, b.v from {t}.h8 a join {t}.s8 b on a.k = b.k and a.s = b.s",
+        {},
+        (2, 2),
+        (2, 2),
+    ),
     "switched off": (
         "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
         {SUPERSET_KEYS_SWITCH: "false"},
-        2,
-        2,
+        (2, 2),
+        (2, 2),
     ),
     "adaptive execution off": (
         "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
         {"spark.sql.adaptive.enabled": "false"},
-        2,
-        2,
+        (2, 2),
+        (2, 2),
     ),
 }
 
 
 # UNION ALL of package tables with one placement, grouped or joined on the
 # bucket column (BucketedUnions; Hive's placement compares semantically).
-# (query, settings, Exchanges on, Exchanges off).
+# (query, settings, (Exchanges, Sorts) on, (Exchanges, Sorts) off).
 UNION_OF = "(select k, v from %s union all select k, v from %s) u"
 EVS_ONE_SPEC = "(select k, id as v from {t}.evs where " + ONE_SPEC.format(a="evs") + ")"
 UNIONS = {
     "hive 8 and hive 8, group by k": (
         "select k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.h8b") + " group by k",
         {},
-        0,
-        1,
+        (0, 0),
+        (1, 0),
     ),
     "hive 8 and hive 8, joined with hive 8 on k": (
         "select u.k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.h8b") + " join {t}.h8o o on u.k = o.k group by u.k",
         {},
-        0,
-        2,
+        (0, 2),
+        (2, 2),
     ),
     "hive, adaptive execution off": (
         "select k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.h8b") + " group by k",
         {"spark.sql.adaptive.enabled": "false"},
-        0,
-        1,
+        (0, 0),
+        (1, 0),
     ),
     # Spark compares its own placements with the columns' qualifiers: a projection of a partitioned table first.
     "spark: an evolving table's days on one spec and spark 8, group by k": (
         "select k, count(*) from " + UNION_OF % (EVS_ONE_SPEC, "{t}.s8") + " group by k",
         {},
-        0,
-        1,
+        (0, 0),
+        (1, 0),
     ),
     "spark: the same, joined with spark 8 on k": (
         "select u.k, u.v, s.v from " + UNION_OF % ("{t}.s8", EVS_ONE_SPEC) + " join {t}.s8 s on u.k = s.k",
         {},
-        0,
-        1,
+        (0, 2),
+        (1, 2),
     ),
     "spark, adaptive execution off": (
         "select k, count(*) from " + UNION_OF % (EVS_ONE_SPEC, "{t}.s8") + " group by k",
         {"spark.sql.adaptive.enabled": "false"},
-        1,
-        1,
+        (1, 0),
+        (1, 0),
     ),
     "hive 8 and hive 4: two counts": (
         "select k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.h4") + " group by k",
         {},
-        1,
-        1,
+        (1, 0),
+        (1, 0),
     ),
     "hive 8 and spark 8: two hashes": (
         "select k, count(*) from " + UNION_OF % ("{t}.h8", "{t}.s8") + " group by k",
         {},
-        1,
-        1,
+        (1, 0),
+        (1, 0),
     ),
     "the bucket column at another position": (
         "select a, count(*) from (select k as a, cast(v as int) as b from {t}.h8"
         " union all select cast(v as int), k from {t}.h8b) u group by a",
         {},
-        1,
-        1,
+        (1, 0),
+        (1, 0),
     ),
 }
 
@@ -382,22 +403,131 @@ SORTED = {
 
 @pytest.mark.parametrize("case", list(SORTED))
 def test_sorted_package_tables_skip_the_sort(spark, tables, case):
-    template, conf, on, off = SORTED[case]
+    assert_exchanges_and_sorts(spark, tables, *SORTED[case])
+
+
+def assert_exchanges_and_sorts(spark, tables: str, template: str, conf: dict, on: tuple, off: tuple) -> None:
+    """`sql` plans (Exchanges, Sorts) `on` with the extension on and `off`
+    with it off, adaptive execution on unless `conf` says, and answers (with
+    `conf` set) as the plan with bucketing off."""
     sql = template.format(t=tables)
     conf = {"spark.sql.adaptive.enabled": "true", **conf}
     with extension_on(spark):
         plan = plans.executed_plan(spark, sql, **conf)
         assert (plans.exchanges(plan), plans.sorts(plan)) == on, plan
-        got = rows(spark, sql)
+        with session_settings(spark, conf):
+            got = rows(spark, sql)
     with extension_on(spark, False):
         plan = plans.executed_plan(spark, sql, **conf)
         assert (plans.exchanges(plan), plans.sorts(plan)) == off, plan
     assert got == reference_rows(spark, sql)
 
 
+# Bucket counts past the coalescing ratio, one a multiple of the other (4 or 8
+# and 64): the extension reads the smaller side once per bucket of the larger
+# and keeps the rows of that bucket (CloneBucketsInJoins); stock Spark
+# shuffles the smaller side (both, for Hive-hash tables it reads unbucketed).
+# s64 and s8s are sorted by k; the others are not. (query, settings,
+# (Exchanges, Sorts) on, (Exchanges, Sorts) off).
+CLONED = {
+    "hive 64 and hive 4": ("select a.v, b.v from {t}.h64 a join {t}.h4 b on a.k = b.k", {}, (0, 2), (2, 2)),
+    # Each row of the smaller side is read in one task only: the outer side's unmatched rows appear once.
+    "hive 8 left join hive 64: the smaller side preserved": (
+        "select a.v, b.v from {t}.h8b a left join {t}.h64 b on a.k = b.k",
+        {},
+        (0, 2),
+        (2, 2),
+    ),
+    "spark 64 full join spark 4": (
+        "select a.v, b.v from {t}.s64 a full join {t}.s4 b on a.k = b.k",
+        {},
+        (0, 1),
+        (1, 2),
+    ),
+    "spark 4 right join spark 64": (
+        "select a.v, b.v from {t}.s4 a right join {t}.s64 b on a.k = b.k",
+        {},
+        (0, 1),
+        (1, 2),
+    ),
+    "spark 4 left anti join spark 64": (
+        "select a.v from {t}.s4 a left anti join {t}.s64 b on a.k = b.k",
+        {},
+        (0, 1),
+        (1, 2),
+    ),
+    "spark 4 left semi join spark 64": (
+        "select a.v from {t}.s4 a left semi join {t}.s64 b on a.k = b.k",
+        {},
+        (0, 1),
+        (1, 2),
+    ),
+    # Both sorted by k, each bucket one file: the cloned side keeps its order, so neither sorts.
+    "spark 8 sorted and spark 64 sorted: no Sort": (
+        "select a.v, b.v from {t}.s8s a join {t}.s64 b on a.k = b.k",
+        {},
+        (0, 0),
+        (1, 2),
+    ),
+    "a shuffled hash join builds on the cloned side": (
+        "select /*+ shuffle_hash(b) */ a.v, b.v from {t}.s64 a join {t}.s4 b on a.k = b.k",
+        {},
+        (0, 0),
+        (1, 0),
+    ),
+    "joined on k and s: cloned, then kept": (
+        "select a.v, b.v from {t}.s64 a join {t}.s4 b on a.k = b.k and a.s = b.s",
+        {},
+        (0, 2),
+        (2, 2),
+    ),
+    # The join's output is placed by Hive's hash into 64: the third table (8 buckets) is shuffled into it.
+    "three-way: hive 64, 4 and 8": (
+        "select a.v, c.v from {t}.h64 a join {t}.h4 b on a.k = b.k join {t}.h8b c on b.k = c.k",
+        {},
+        (1, 3),
+        (3, 3),
+    ),
+    "hive 64 and spark 4: the hashes differ": (
+        "select a.v, b.v from {t}.h64 a join {t}.s4 b on a.k = b.k",
+        {},
+        (1, 2),
+        (1, 2),
+    ),
+    "ratio past spark_bucketing.extension.maxCloneRatio": (
+        "select a.v, b.v from {t}.s64 a join {t}.s8 b on a.k = b.k",
+        {CLONE_RATIO_SETTING: "4"},
+        (1, 1),
+        (1, 2),
+    ),
+    "adaptive execution off": (
+        "select a.v, b.v from {t}.s64 a join {t}.s4 b on a.k = b.k",
+        {"spark.sql.adaptive.enabled": "false"},
+        (1, 2),
+        (1, 2),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CLONED))
+def test_bucket_counts_past_the_coalescing_ratio(spark, tables, case):
+    assert_exchanges_and_sorts(spark, tables, *CLONED[case])
+
+
+def test_a_join_shuffled_anyway_reads_the_smaller_side_once(spark, tables):
+    """Joined on more than the bucket columns with the superset rule off,
+    Spark shuffles both sides: cloning the smaller one first would read it 16
+    times for nothing, so the plan has no cloned read."""
+    sql = CLONED["joined on k and s: cloned, then kept"][0].format(t=tables)
+    with extension_on(spark):
+        assert "ClonedBuckets 64" in plans.executed_plan(spark, sql)
+        plan = plans.executed_plan(spark, sql, **{SUPERSET_KEYS_SWITCH: "false"})
+    assert plans.exchanges(plan) == 2 and "ClonedBuckets" not in plan, plan
+
+
 @pytest.mark.parametrize("case", list(UNIONS))
 def test_unions_of_package_tables_keep_their_placement(spark, tables, case):
-    assert_adaptive_plans(spark, tables, *UNIONS[case])
+    assert_exchanges_and_sorts(spark, tables, *UNIONS[case])
 
 
 @pytest.mark.parametrize("case", list(COALESCED))
@@ -407,7 +537,7 @@ def test_bucket_counts_with_a_common_divisor(spark, tables, case):
 
 @pytest.mark.parametrize("case", list(SUPERSET))
 def test_joins_on_more_than_the_bucket_columns(spark, tables, case):
-    assert_adaptive_plans(spark, tables, *SUPERSET[case])
+    assert_exchanges_and_sorts(spark, tables, *SUPERSET[case])
 
 
 def assert_adaptive_plans(spark, tables: str, template: str, conf: dict, on: int, off: int) -> None:
@@ -467,6 +597,7 @@ def test_the_checker_models_the_extension(spark, tables, on):
         **{k: (q, c) for k, (q, c, _, _) in SUPERSET.items()},
         **{k: (q, c) for k, (q, c, _, _) in UNIONS.items()},
         **{k: (q, c) for k, (q, c, _, _) in SORTED.items()},
+        **{k: (q, c) for k, (q, c, _, _) in CLONED.items()},
         **CHECKER_EXTRA,
     }
     judged = 0

@@ -1,8 +1,10 @@
 """The session extension against plans without it: 200 random queries over
 Hive-hash, Spark-hash, evolving and plain tables (two- and three-table joins
 of every kind on the bucket columns, on more than them and on others,
-aggregates, windows, unions grouped or joined on the bucket column, filters
-on partitions, keys and NULLs; negative keys), each answering as the plan with bucketing and the extension off.
+aggregates, windows, unions grouped or joined on the bucket column, counts
+past the coalescing ratio (4 or 8 and 64), filters on partitions, keys and
+NULLs; negative keys), each answering as the plan with bucketing and the
+extension off.
 
 Replay a failure with SB_SEED=<seed printed> pytest tests/test_extension_randomized.py
 """
@@ -39,6 +41,23 @@ def source(t: str, name: str, alias: str) -> str:
 ONE_PLACEMENT = [("h8", "h8b"), ("h8o", "h8"), ("h8b", "h8o"), ("evs", "s8"), ("s8", "evs"), ("evh", "h8b")]
 
 
+# Pairs (x, y) whose counts are past the coalescing ratio, one a multiple of the other (4 or 8 and 64, one hash):
+# the extension reads the smaller side once per bucket of the larger.
+CLONE_PAIRS = [
+    ("h64", "h4"),
+    ("h4", "h64"),
+    ("h8b", "h64"),
+    ("h64", "h8"),
+    ("h8o", "h64"),
+    ("evh", "h64"),
+    ("s64", "s4"),
+    ("s4", "s64"),
+    ("s8s", "s64"),
+    ("s64", "s8"),
+    ("evs", "s64"),
+]
+
+
 def union_branch(t: str, name: str, alias: str) -> str:
     """A union branch's k and v: an evolving table's days on one spec, so that it reads bucketed."""
     where = f" where {alias}.p <= '2024-01-02'" if name in EVOLVING else ""
@@ -66,6 +85,9 @@ def random_query(rng: random.Random, t: str) -> str:
     or other columns, filters on partitions and keys, aggregates, unions."""
     names = [*TABLES, *EVOLVING, "plain"]
     a, b, c = rng.sample(names, 3)
+    if rng.random() < 0.15:
+        a, b = rng.choice(CLONE_PAIRS)
+        c = rng.choice([n for n in names if n not in (a, b)])
     on = rng.choice(
         [
             "x.k = y.k",
@@ -126,7 +148,7 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
     seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
     print(f"SB_SEED={seed}")
     rng = random.Random(seed)
-    evolving_bucketed = kept = unions = 0
+    evolving_bucketed = kept = unions = cloned = 0
     for i in range(200):
         sql = random_query(rng, tables)
         with extension_on(spark):
@@ -138,11 +160,14 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
             got = sorted_rows(df)
         evolving_bucketed += bool(EVOLVING_SCAN.search(plan))
         kept += "BucketsKeptForJoin" in plan
+        cloned += "ClonedBuckets" in plan
         assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"
     print(
         f"{evolving_bucketed} of 200 queries read an evolving table bucketed, {kept} kept a join on more keys,"
-        f" {unions} kept a union's placement"
+        f" {unions} kept a union's placement, {cloned} read a smaller side once per bucket of the larger"
     )
+    # Counts past the coalescing ratio joined on the bucket columns: about one query in fifteen.
+    assert cloned >= 5, f"SB_SEED={seed}: {cloned} queries joined counts past the coalescing ratio at the larger"
     # A union of two tables of one placement: about one query in twenty.
     assert unions >= 3, f"SB_SEED={seed}: {unions} queries kept a union's placement"
     # Joins on more than the bucket columns of two package tables: about one query in seven.

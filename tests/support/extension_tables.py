@@ -1,12 +1,13 @@
 """The tables the extension tests read: Hive-hash tables this package built
-(Parquet, ORC, partitioned, 4, 6 and 8 buckets, two bucket columns, sorted by
-the bucket column), Spark-hash tables (4 and 8 buckets, sorted and not), evolving tables of both hash families
+(Parquet, ORC, partitioned, 4, 6, 8 and 64 buckets, two bucket columns,
+sorted by the bucket column), Spark-hash tables (4, 8 and 64 buckets, sorted
+and not), evolving tables of both hash families
 and a plain one; and the answer of a query with bucketing and the extension
 off, every side shuffled by Spark."""
 
 from __future__ import annotations
 
-from harness.spark import extension_on
+from harness.spark import extension_on, session_settings
 from tests.support.incremental import run_model
 
 ROWS = "range(0, {n}, 1, 5)"
@@ -33,6 +34,9 @@ TABLES = {
     ),
     "s8s": (FACT.format(keys=350, n=2000), {"bucket_hash": "spark", "buckets": 8, "sorted_by": ["k"]}),
     "s4": (FACT.format(keys=150, n=1500), {"bucket_hash": "spark", "buckets": 4}),
+    # 64 buckets: 16 and 8 times the 4- and 8-bucket tables' counts, past the coalescing ratio.
+    "h64": (FACT.format(keys=600, n=6000), {"bucket_hash": "hive", "buckets": 64}),
+    "s64": (FACT.format(keys=640, n=6000), {"bucket_hash": "spark", "buckets": 64, "sorted_by": ["k"]}),
 }
 PLAIN = FACT.format(keys=450, n=2500)
 # Evolving tables (tests/support/incremental.py's model: k int, payload, id,
@@ -69,9 +73,5 @@ def sorted_rows(df) -> list:
 
 def reference_rows(spark, sql: str) -> list:
     """The answer with the extension off and bucketing off: every side shuffled by Spark."""
-    spark.conf.set("spark.sql.sources.bucketing.enabled", "false")
-    try:
-        with extension_on(spark, False):
-            return rows(spark, sql)
-    finally:
-        spark.conf.unset("spark.sql.sources.bucketing.enabled")
+    with session_settings(spark, {"spark.sql.sources.bucketing.enabled": "false"}), extension_on(spark, False):
+        return rows(spark, sql)

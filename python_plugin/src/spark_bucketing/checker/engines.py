@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from spark_bucketing.contracts import SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
+from spark_bucketing.contracts import CLONE_RATIO_SETTING, SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import BucketSpec
 
@@ -46,6 +46,7 @@ SESSION_KEYS = (
     "spark.sql.extensions",
     SWITCH,
     SUPERSET_KEYS_SWITCH,
+    CLONE_RATIO_SETTING,
     "spark.sql.sources.bucketing.enabled",
     "spark.sql.adaptive.enabled",
     "spark.sql.bucketing.coalesceBucketsInJoin.enabled",
@@ -115,6 +116,11 @@ class EngineSettings:
         return self.extension and self.adaptive and self._get(SUPERSET_KEYS_SWITCH, "true") == "true"
 
     @property
+    def max_clone_ratio(self) -> int:
+        """The largest ratio of two counts the extension joins at the larger (CloneBucketsInJoins)."""
+        return int(self._get(CLONE_RATIO_SETTING, "16"))
+
+    @property
     def sorted_scan_output(self) -> bool:
         return self._get(SORT_ORDERING_SETTING, "false") == "true"
 
@@ -163,11 +169,14 @@ def joined_count(a: int, b: int, both_scans: bool, hash_family: str, settings: E
     if settings.engine == "trino":
         return min(a, b) if power_of_two_multiple(a, b) else None
     ratio = settings.max_bucket_ratio
-    if settings.extension and settings.adaptive:
-        # The extension reads both scans in gcd(a, b) tasks, either hash family (CoalesceBucketsInJoins).
-        g = math.gcd(a, b)
-        return g if g > 1 and a // g <= ratio and b // g <= ratio else None
     hi, lo = max(a, b), min(a, b)
+    if settings.extension and settings.adaptive:
+        # The extension reads both scans in gcd(a, b) tasks, either hash family (CoalesceBucketsInJoins) ...
+        g = math.gcd(a, b)
+        if g > 1 and a // g <= ratio and b // g <= ratio:
+            return g
+        # ... or, past that ratio, the smaller once per bucket of the larger (CloneBucketsInJoins).
+        return hi if hi % lo == 0 and hi // lo <= settings.max_clone_ratio else None
     # Spark's CoalesceBucketsInJoin: its own scans only, one count a multiple of the other.
     ok = hash_family == "spark" and settings.coalesce_enabled and hi % lo == 0 and hi // lo <= ratio
     return lo if ok else None

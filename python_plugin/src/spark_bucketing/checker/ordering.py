@@ -50,8 +50,9 @@ def sort_state(part: Part | None, keys: list, shuffled: bool, settings: EngineSe
     if part is None or part.sorted is None:
         return None
     required = required_order(part, keys)
-    if part.sorted[: len(required)] != required or part.num != num:
-        # Read in fewer tasks than buckets (coalesced), a task holds several sorted buckets.
+    if part.sorted[: len(required)] != required or part.num > num:
+        # Read in fewer tasks than buckets (coalesced), a task holds several sorted buckets. Read in
+        # more (the extension's cloned read), a task holds part of one bucket, in its order.
         return "needed"
     # The extension states the order of a package table's scan (SortedBuckets), under adaptive execution.
     by_extension = settings.extension and settings.adaptive and part.package

@@ -5,7 +5,7 @@ from __future__ import annotations
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.model import Finding, Part
-from spark_bucketing.contracts import SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
+from spark_bucketing.contracts import CLONE_RATIO_SETTING, SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
 
 
 def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, right: Part | None) -> list[str]:
@@ -90,6 +90,8 @@ def _coalescing_hint(settings: EngineSettings) -> str:
         return (
             f", or counts with a common divisor g each at most {ratio} times g "
             "(spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio): the extension reads both in g tasks"
+            f", or counts of which one is a multiple of the other by at most {settings.max_clone_ratio}"
+            f" ({CLONE_RATIO_SETTING}): the extension joins them at the larger count"
         )
     if settings.coalesce_enabled:
         return ""

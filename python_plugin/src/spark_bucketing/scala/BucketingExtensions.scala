@@ -14,6 +14,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     extensions.injectPlannerStrategy(session => PackageBucketedScans(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
+    extensions.injectQueryPostPlannerStrategyRule(session => CloneBucketsInJoins(session))
     extensions.injectQueryPostPlannerStrategyRule(session => SupersetKeyJoins(session))
     extensions.injectQueryPostPlannerStrategyRule(session => BucketedUnions(session))
     extensions.injectQueryPostPlannerStrategyRule(session => SortedBuckets(session))

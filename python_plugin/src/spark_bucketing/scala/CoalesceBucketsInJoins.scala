@@ -2,9 +2,8 @@ package sparkbucketing
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.optimizer.{BuildLeft, BuildRight}
-import org.apache.spark.sql.catalyst.plans.physical.ClusteredDistribution
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, ProjectExec, SparkPlan}
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, ShuffledJoin}
 
 /** Joins two bucketed tables whose bucket counts share a divisor without
@@ -20,7 +19,9 @@ import org.apache.spark.sql.execution.joins.{ShuffledHashJoinExec, ShuffledJoin}
  *  execution off such a join shuffles one side, as before. A scan is read in
  *  fewer tasks, so each side gives up at most
  *  spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio (Spark's limit,
- *  4 by default) of its parallelism; past it the smaller side is shuffled. */
+ *  4 by default) of its parallelism. Past it, counts of which one divides
+ *  the other are read at the larger count (CloneBucketsInJoins); any others
+ *  shuffle the smaller side. */
 case class CoalesceBucketsInJoins(session: SparkSession) extends Rule[SparkPlan] {
 
   override def apply(plan: SparkPlan): SparkPlan =
@@ -31,34 +32,19 @@ case class CoalesceBucketsInJoins(session: SparkSession) extends Rule[SparkPlan]
 
   private def coalesced(j: ShuffledJoin): Option[SparkPlan] =
     for {
-      l <- buckets(j.left)
-      r <- buckets(j.right)
+      l <- BucketedJoinSides.buckets(j.left)
+      r <- BucketedJoinSides.buckets(j.right)
       g = gcd(l, r)
       if l != r && g > 1 && l / g <= maxRatio && r / g <= maxRatio && !coalescesBuildSide(j, l, r, g)
       left = coalesce(j.left, g)
       right = coalesce(j.right, g)
-      if coPartitioned(j, left, right)
+      if BucketedJoinSides.coPartitioned(j, left, right)
     } yield j.withNewChildren(Seq(left, right))
 
-  /** The bucket count of the bucketed scan a join side reads, through filters and projections. */
-  private def buckets(side: SparkPlan): Option[Int] = side match {
-    case p: ProjectExec => buckets(p.child)
-    case f: FilterExec => buckets(f.child)
-    case h: HiveHashBucketedScanExec => h.child match {
-      case s: FileSourceScanExec => spark(s)
-      case _ => None
-    }
-    case s: FileSourceScanExec => spark(s)
-    case _ => None
-  }
+  private def coalesce(side: SparkPlan, g: Int): SparkPlan = BucketedJoinSides.rewriteRead(side)(coalesceRead(_, g))
 
-  private def spark(s: FileSourceScanExec): Option[Int] =
-    if (s.bucketedScan && s.optionalNumCoalescedBuckets.isEmpty) s.relation.bucketSpec.map(_.numBuckets) else None
-
-  private def coalesce(side: SparkPlan, g: Int): SparkPlan = side match {
-    case p: ProjectExec => p.withNewChildren(Seq(coalesce(p.child, g)))
-    case f: FilterExec => f.withNewChildren(Seq(coalesce(f.child, g)))
-    case h: HiveHashBucketedScanExec => h.withNewChildren(Seq(coalesce(h.child, g)))
+  private def coalesceRead(read: SparkPlan, g: Int): SparkPlan = read match {
+    case h: HiveHashBucketedScanExec => h.withNewChildren(Seq(coalesceRead(h.child, g)))
     case s: FileSourceScanExec if s.relation.bucketSpec.exists(_.numBuckets != g) =>
       // A copy carries no tags: without the scan's logical link, adaptive execution fails an
       // assertion when the join still shuffles and an Exchange lands right above the scan.
@@ -75,17 +61,6 @@ case class CoalesceBucketsInJoins(session: SparkSession) extends Rule[SparkPlan]
       (h.buildSide == BuildLeft && l != g) || (h.buildSide == BuildRight && r != g)
     case _ => false
   }
-
-  /** Spark's own test (EnsureRequirements): both sides satisfy the join's
-   *  distributions and their shuffle specs are compatible. Key positions that
-   *  differ, or two hash families, keep the join as it was. */
-  private def coPartitioned(j: ShuffledJoin, left: SparkPlan, right: SparkPlan): Boolean =
-    j.requiredChildDistribution match {
-      case Seq(ld: ClusteredDistribution, rd: ClusteredDistribution) =>
-        left.outputPartitioning.satisfies(ld) && right.outputPartitioning.satisfies(rd) &&
-          left.outputPartitioning.createShuffleSpec(ld).isCompatibleWith(right.outputPartitioning.createShuffleSpec(rd))
-      case _ => false
-    }
 
   private def gcd(a: Int, b: Int): Int = if (b == 0) a else gcd(b, a % b)
 }

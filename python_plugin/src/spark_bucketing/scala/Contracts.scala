@@ -13,6 +13,8 @@ object Contracts {
   val ExtensionSwitch = "spark_bucketing.extension.enabled"
   /** Off: joins of package tables on more than their bucket columns shuffle, as stock Spark plans them (SupersetKeyJoins). */
   val SupersetKeysSwitch = "spark_bucketing.extension.supersetJoinKeys"
+  /** The largest ratio of two bucket counts the extension joins at the larger count (CloneBucketsInJoins); 1 turns it off. */
+  val CloneRatioSetting = "spark_bucketing.extension.maxCloneRatio"
   /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */

@@ -20,17 +20,17 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
  *  node whose partitioning may be kept for this join's keys. Off with
  *  SET spark_bucketing.extension.supersetJoinKeys=false.
  *
- *  Runs after CoalesceBucketsInJoins (counts that share a divisor are read in
- *  g tasks first), and as it only under adaptive execution. */
+ *  Runs after CoalesceBucketsInJoins and CloneBucketsInJoins (counts that
+ *  share a divisor are read in g tasks first, counts past the ratio cloned),
+ *  and as they only under adaptive execution. */
 case class SupersetKeyJoins(session: SparkSession) extends Rule[SparkPlan] {
 
   override def apply(plan: SparkPlan): SparkPlan =
-    if (!BucketingExtensions.enabled(session) || !session.conf.get(SupersetKeyJoins.Enabled, "true").toBoolean) plan
+    if (!SupersetKeyJoins.enabled(session)) plan
     else plan.transformUp { case j: ShuffledJoin => kept(j).getOrElse(j) }
 
   private def kept(j: ShuffledJoin): Option[SparkPlan] = j.requiredChildDistribution match {
-    case Seq(ld: ClusteredDistribution, rd: ClusteredDistribution)
-        if PackageBucketedSide.of(j.left).isDefined && PackageBucketedSide.of(j.right).isDefined =>
+    case Seq(ld: ClusteredDistribution, rd: ClusteredDistribution) if SupersetKeyJoins.bothPackage(j) =>
       val (left, right) = (BucketsKeptForJoinExec(j.left, ld.clustering), BucketsKeptForJoinExec(j.right, rd.clustering))
       val superset = Seq(j.left -> ld, j.right -> rd).exists { case (side, d) =>
         side.outputPartitioning match {
@@ -38,15 +38,22 @@ case class SupersetKeyJoins(session: SparkSession) extends Rule[SparkPlan] {
           case _ => false
         }
       }
-      val coPartitioned = left.outputPartitioning.satisfies(ld) && right.outputPartitioning.satisfies(rd) &&
-        left.outputPartitioning.createShuffleSpec(ld).isCompatibleWith(right.outputPartitioning.createShuffleSpec(rd))
-      if (superset && coPartitioned && left.kept && right.kept) Some(j.withNewChildren(Seq(left, right))) else None
+      if (superset && BucketedJoinSides.coPartitioned(j, left, right) && left.kept && right.kept) Some(j.withNewChildren(Seq(left, right))) else None
     case _ => None
   }
 }
 
 object SupersetKeyJoins {
   val Enabled = Contracts.SupersetKeysSwitch
+
+  def enabled(session: SparkSession): Boolean =
+    BucketingExtensions.enabled(session) && session.conf.get(Enabled, "true").toBoolean
+
+  private def bothPackage(j: ShuffledJoin): Boolean =
+    PackageBucketedSide.of(j.left).isDefined && PackageBucketedSide.of(j.right).isDefined
+
+  /** Whether this rule keeps the join's sides when they are co-partitioned (the rules before it ask). */
+  def keeps(session: SparkSession, j: ShuffledJoin): Boolean = enabled(session) && bothPackage(j)
 }
 
 /** The bucketed scan of a package table a join side reads, through filters and projections. */
@@ -55,6 +62,7 @@ object PackageBucketedSide {
     case p: ProjectExec => of(p.child)
     case f: FilterExec => of(f.child)
     case h: HiveHashBucketedScanExec => of(h.child)
+    case c: ClonedBucketsExec => of(c.child)
     case s: FileSourceScanExec if s.bucketedScan && builtByPackage(s) => Some(s)
     case _ => None
   }

@@ -1,0 +1,59 @@
+package sparkbucketing
+
+import org.apache.spark.sql.catalyst.plans.physical.ClusteredDistribution
+import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, ProjectExec, SparkPlan}
+import org.apache.spark.sql.execution.joins.ShuffledJoin
+
+/** The join sides the count rules (CoalesceBucketsInJoins, CloneBucketsInJoins)
+ *  change: a bucketed scan read one task per bucket, under filters and
+ *  projections, and its Hive-hash node when it has one. */
+object BucketedJoinSides {
+
+  /** The bucket count of the scan a join side reads in one task per bucket. */
+  def buckets(side: SparkPlan): Option[Int] = side match {
+    case p: ProjectExec => buckets(p.child)
+    case f: FilterExec => buckets(f.child)
+    case h: HiveHashBucketedScanExec => h.child match {
+      case s: FileSourceScanExec => perBucket(s)
+      case _ => None
+    }
+    case s: FileSourceScanExec => perBucket(s)
+    case _ => None
+  }
+
+  private def perBucket(s: FileSourceScanExec): Option[Int] =
+    if (s.bucketedScan && s.optionalNumCoalescedBuckets.isEmpty) s.relation.bucketSpec.map(_.numBuckets) else None
+
+  /** The side with `read` applied to its bucketed read: the Hive-hash node
+   *  when there is one (it states the placement), else the scan. */
+  def rewriteRead(side: SparkPlan)(read: SparkPlan => SparkPlan): SparkPlan = side match {
+    case p: ProjectExec => p.withNewChildren(Seq(rewriteRead(p.child)(read)))
+    case f: FilterExec => f.withNewChildren(Seq(rewriteRead(f.child)(read)))
+    case h: HiveHashBucketedScanExec => read(h)
+    case s: FileSourceScanExec => read(s)
+    case other => other
+  }
+
+  /** Spark's own test (EnsureRequirements): both sides satisfy the join's
+   *  distributions and their shuffle specs are compatible. Key positions that
+   *  differ, or two hash families, keep the join as it was. */
+  def coPartitioned(j: ShuffledJoin, left: SparkPlan, right: SparkPlan): Boolean =
+    j.requiredChildDistribution match {
+      case Seq(ld: ClusteredDistribution, rd: ClusteredDistribution) =>
+        left.outputPartitioning.satisfies(ld) && right.outputPartitioning.satisfies(rd) &&
+          left.outputPartitioning.createShuffleSpec(ld).isCompatibleWith(right.outputPartitioning.createShuffleSpec(rd))
+      case _ => false
+    }
+
+  /** coPartitioned, and EnsureRequirements keeps both sides as they are: one
+   *  side's spec may place the other (every join key a bucket column, or
+   *  spark.sql.requireAllClusterKeysForCoPartition off), or SupersetKeyJoins
+   *  keeps them (`supersetKept`). */
+  def keptAsRead(j: ShuffledJoin, left: SparkPlan, right: SparkPlan, supersetKept: Boolean): Boolean =
+    coPartitioned(j, left, right) && (supersetKept || (j.requiredChildDistribution match {
+      case Seq(ld: ClusteredDistribution, rd: ClusteredDistribution) =>
+        left.outputPartitioning.createShuffleSpec(ld).canCreatePartitioning ||
+          right.outputPartitioning.createShuffleSpec(rd).canCreatePartitioning
+      case _ => false
+    }))
+}

@@ -469,6 +469,13 @@ CLONED = {
         (0, 0),
         (1, 2),
     ),
+    # The cloned read filters rows where Parquet's reader gives no column batches.
+    "rows, not column batches (Parquet's vectorized reader off)": (
+        "select a.v, b.v from {t}.s64 a full join {t}.s4 b on a.k = b.k",
+        {"spark.sql.parquet.enableVectorizedReader": "false"},
+        (0, 1),
+        (1, 2),
+    ),
     "a shuffled hash join builds on the cloned side": (
         "select /*+ shuffle_hash(b) */ a.v, b.v from {t}.s64 a join {t}.s4 b on a.k = b.k",
         {},

@@ -115,10 +115,9 @@ def main() -> int:
         for name, rows, seed in (("big", args.rows, 1), ("half", args.rows // 2, 2))
     }
     tables["halfb_hive"] = ("hive", args.rows // 2, 2, args.buckets // 2)
-    models = {
-        name: (TABLE.format(rows=rows, keys=keys, seed=seed), {"buckets": buckets, "bucket_hash": family})
-        for name, (family, rows, seed, buckets) in tables.items()
-    }
+    models = table_models(
+        keys, {name: (rows, seed, {"buckets": b, "bucket_hash": f}) for name, (f, rows, seed, b) in tables.items()}
+    )
     best = join_sides(counted, models, SIDES, "s")
     stock = best["Spark hash (stock Spark)"]["s"]
     print(
@@ -136,10 +135,7 @@ def main() -> int:
 
 def sorted_join(counted: Counted, rows: int, keys: int, buckets: int) -> int:
     config = {"sorted_by": "k", "buckets": buckets, "bucket_hash": "spark"}
-    models = {
-        name: (TABLE.format(rows=n, keys=keys, seed=seed), config)
-        for name, n, seed in (("big_sorted", rows, 1), ("half_sorted", rows // 2, 2))
-    }
+    models = table_models(keys, {"big_sorted": (rows, 1, config), "half_sorted": (rows // 2, 2, config)})
     best = join_sides(counted, models, SORTED_SIDES, "model")
     print(
         f"\nSort-merge join + aggregation on k: {rows:,} x {rows // 2:,} rows sorted by k,"
@@ -151,10 +147,13 @@ def sorted_join(counted: Counted, rows: int, keys: int, buckets: int) -> int:
 
 def cloned_join(counted: Counted, rows: int, keys: int, small_buckets: int, sort: bool) -> int:
     config = {"bucket_hash": "spark", **({"sorted_by": "k"} if sort else {})}
-    models = {
-        name: (TABLE.format(rows=n, keys=keys, seed=seed), {"buckets": buckets, **config})
-        for name, n, seed, buckets in (("big_64", rows, 1, 64), ("small_few", rows // 4, 2, small_buckets))
-    }
+    models = table_models(
+        keys,
+        {
+            "big_64": (rows, 1, {"buckets": 64, **config}),
+            "small_few": (rows // 4, 2, {"buckets": small_buckets, **config}),
+        },
+    )
     best = join_sides(counted, models, CLONED_SIDES, "model")
     print(
         f"\nJoin + aggregation on k: {rows:,} rows in 64 buckets x {rows // 4:,} rows in {small_buckets},"
@@ -162,6 +161,13 @@ def cloned_join(counted: Counted, rows: int, keys: int, small_buckets: int, sort
     )
     print_model_times(best, "stock (extension off)", "vs stock")
     return 0
+
+
+def table_models(keys: int, tables: dict[str, tuple[int, int, dict]]) -> dict[str, tuple[str, dict]]:
+    """{name: (rows, seed, config)} as join_sides' tables: TABLE's query over `keys` keys, and the config."""
+    return {
+        name: (TABLE.format(rows=rows, keys=keys, seed=seed), config) for name, (rows, seed, config) in tables.items()
+    }
 
 
 def print_model_times(best: dict, baseline: str, versus: str) -> None:

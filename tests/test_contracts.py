@@ -61,6 +61,7 @@ def test_extension_switch_agrees():
     assert _scala_vals()["ExtensionSwitch"] == contracts.EXTENSION_SWITCH
     assert _scala_vals()["SupersetKeysSwitch"] == contracts.SUPERSET_KEYS_SWITCH
     assert _scala_vals()["CloneRatioSetting"] == contracts.CLONE_RATIO_SETTING
+    assert _scala_vals()["CloneRatioDefault"] == contracts.CLONE_RATIO_DEFAULT
     assert _macro_return_string("extension_switch") == contracts.EXTENSION_SWITCH
     assert _macro_return_string("extension_class") == contracts.EXTENSION_CLASS
 

@@ -36,6 +36,7 @@ SUPERSET_KEYS_SWITCH = "spark_bucketing.extension.supersetJoinKeys"
 #: The largest ratio of two bucket counts the extension joins at the larger count (the smaller side read once per
 #: bucket of the larger); 1 turns it off.
 CLONE_RATIO_SETTING = "spark_bucketing.extension.maxCloneRatio"
+CLONE_RATIO_DEFAULT = "16"
 #: The statement the extension adds: many partitions to new folders in one metastore call.
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
 #: ... and deletes folders inside a table's folder in one statement.

@@ -8,7 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from spark_bucketing.contracts import CLONE_RATIO_SETTING, SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
+from spark_bucketing.contracts import (
+    CLONE_RATIO_DEFAULT,
+    CLONE_RATIO_SETTING,
+    SORT_ORDERING_SETTING,
+    SUPERSET_KEYS_SWITCH,
+)
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import BucketSpec
 
@@ -118,7 +123,7 @@ class EngineSettings:
     @property
     def max_clone_ratio(self) -> int:
         """The largest ratio of two counts the extension joins at the larger (CloneBucketsInJoins)."""
-        return int(self._get(CLONE_RATIO_SETTING, "16"))
+        return int(self._get(CLONE_RATIO_SETTING, CLONE_RATIO_DEFAULT))
 
     @property
     def sorted_scan_output(self) -> bool:

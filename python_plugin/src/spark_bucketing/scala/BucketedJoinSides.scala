@@ -1,6 +1,6 @@
 package sparkbucketing
 
-import org.apache.spark.sql.catalyst.plans.physical.ClusteredDistribution
+import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, ShuffleSpec}
 import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, ProjectExec, SparkPlan}
 import org.apache.spark.sql.execution.joins.ShuffledJoin
 
@@ -38,22 +38,23 @@ object BucketedJoinSides {
    *  distributions and their shuffle specs are compatible. Key positions that
    *  differ, or two hash families, keep the join as it was. */
   def coPartitioned(j: ShuffledJoin, left: SparkPlan, right: SparkPlan): Boolean =
-    j.requiredChildDistribution match {
-      case Seq(ld: ClusteredDistribution, rd: ClusteredDistribution) =>
-        left.outputPartitioning.satisfies(ld) && right.outputPartitioning.satisfies(rd) &&
-          left.outputPartitioning.createShuffleSpec(ld).isCompatibleWith(right.outputPartitioning.createShuffleSpec(rd))
-      case _ => false
-    }
+    specs(j, left, right).exists { case (l, r) => l.isCompatibleWith(r) }
 
   /** coPartitioned, and EnsureRequirements keeps both sides as they are: one
    *  side's spec may place the other (every join key a bucket column, or
    *  spark.sql.requireAllClusterKeysForCoPartition off), or SupersetKeyJoins
    *  keeps them (`supersetKept`). */
   def keptAsRead(j: ShuffledJoin, left: SparkPlan, right: SparkPlan, supersetKept: Boolean): Boolean =
-    coPartitioned(j, left, right) && (supersetKept || (j.requiredChildDistribution match {
-      case Seq(ld: ClusteredDistribution, rd: ClusteredDistribution) =>
-        left.outputPartitioning.createShuffleSpec(ld).canCreatePartitioning ||
-          right.outputPartitioning.createShuffleSpec(rd).canCreatePartitioning
-      case _ => false
-    }))
+    specs(j, left, right).exists { case (l, r) =>
+      l.isCompatibleWith(r) && (supersetKept || l.canCreatePartitioning || r.canCreatePartitioning)
+    }
+
+  /** Each side's shuffle spec for the join's distributions, when both satisfy them. */
+  private def specs(j: ShuffledJoin, left: SparkPlan, right: SparkPlan): Option[(ShuffleSpec, ShuffleSpec)] =
+    j.requiredChildDistribution match {
+      case Seq(ld: ClusteredDistribution, rd: ClusteredDistribution)
+          if left.outputPartitioning.satisfies(ld) && right.outputPartitioning.satisfies(rd) =>
+        Some((left.outputPartitioning.createShuffleSpec(ld), right.outputPartitioning.createShuffleSpec(rd)))
+      case _ => None
+    }
 }

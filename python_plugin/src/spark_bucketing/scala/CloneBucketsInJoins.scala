@@ -34,7 +34,7 @@ case class CloneBucketsInJoins(session: SparkSession) extends Rule[SparkPlan] {
     if (!BucketingExtensions.enabled(session) || maxRatio < 2) plan
     else plan.transformUp { case j: ShuffledJoin => cloned(j).getOrElse(j) }
 
-  private def maxRatio: Int = session.conf.get(CloneBucketsInJoins.MaxRatio, "16").toInt
+  private def maxRatio: Int = session.conf.get(CloneBucketsInJoins.MaxRatio, Contracts.CloneRatioDefault).toInt
 
   private def cloned(j: ShuffledJoin): Option[SparkPlan] =
     for {
@@ -69,9 +69,11 @@ case class ClonedBucketsExec(child: SparkPlan, numBuckets: Int) extends Columnar
     case other => throw new IllegalStateException(s"a cloned read must be placed by a hash, not $other")
   }
 
-  override def output: Seq[Attribute] = child.output
   // HiveHashPartitioning's copy keeps Hive's hash.
-  override def outputPartitioning: Partitioning = read.copy(numPartitions = numBuckets)
+  private def placed: HashPartitioning = read.copy(numPartitions = numBuckets)
+
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = placed
   override def outputOrdering: Seq[SortOrder] = child.outputOrdering
 
   // Keeps the bucketed read below (DisableUnnecessaryBucketedScan) and anything from between.
@@ -79,7 +81,7 @@ case class ClonedBucketsExec(child: SparkPlan, numBuckets: Int) extends Columnar
     ClusteredDistribution(read.expressions, requiredNumPartitions = Some(read.numPartitions)) :: Nil
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val bucketId = BindReferences.bindReference(read.copy(numPartitions = numBuckets).partitionIdExpression, child.output)
+    val bucketId = BindReferences.bindReference(placed.partitionIdExpression, child.output)
     val columns = output
     def inBucket(task: Int): InternalRow => Boolean = {
       val id = UnsafeProjection.create(Seq(bucketId))

@@ -15,6 +15,8 @@ object Contracts {
   val SupersetKeysSwitch = "spark_bucketing.extension.supersetJoinKeys"
   /** The largest ratio of two bucket counts the extension joins at the larger count (CloneBucketsInJoins); 1 turns it off. */
   val CloneRatioSetting = "spark_bucketing.extension.maxCloneRatio"
+  /** Its default. */
+  val CloneRatioDefault = "16"
   /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */

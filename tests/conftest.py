@@ -67,13 +67,15 @@ FILE_WEIGHTS = {
     "test_partition_records.py": 450,
     "test_randomized_evolution.py": 414,
     "test_merge_randomized.py": 411,
-    "test_extension_randomized.py": 329,
+    "test_extension_randomized.py": 422,
     "test_no_loss.py": 313,
     "test_partition_values.py": 400,
     "test_cost.py": 249,
     "test_clean_install.py": 233,
-    # Not measured in a full run since its 29 new cases and two tables (219 before).
-    "test_extension.py": 300,
+    # Not measured in a full run since its new cases and tables (219 before; 321 s alone, 2026-11-26).
+    "test_extension.py": 400,
+    # Not measured in a full run: about 420 s alone (2026-11-26).
+    "test_hive_bucketing_v2.py": 420,
     "test_merge.py": 216,
     "test_incremental.py": 207,
     "test_incremental_failures.py": 196,

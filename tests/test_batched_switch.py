@@ -18,8 +18,7 @@ from spark_bucketing import contracts
 from spark_bucketing.files import input_file_path
 from tests.support.incremental import (
     Expected,
-    failed_run,
-    old_or_new_rows,
+    die_then_finish,
     partition_layout_problems,
     run_model,
     run_statements,
@@ -80,20 +79,10 @@ def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, f
     and after both: every partition holds its old or its new rows, and the
     next run finishes. With the Spark hash the side entry keeps its
     partitions in its folders only (untracked)."""
-    expected = Expected()
-    name = f"batched_{fail_at}_{bucket_hash}"
+    first = {"days": [0, 1, 2], "bucket_hash": bucket_hash}
+    then = {"days": [1, 2, 3], "tag": 1, "bucket_hash": bucket_hash}
     with extension_on(spark):
-        table = step(spark, dbt_project, name, expected, {"days": [0, 1, 2], "bucket_hash": bucket_hash})
-        old = expected.copy()
-        vars_ = {"days": [1, 2, 3], "tag": 1, "bucket_hash": bucket_hash}
-        new = expected.copy()
-        new.apply(spark, vars_)
-        failed_run(dbt_project, name, vars_, fail_at)
-        old_or_new_rows(spark, table, old, new)
-        assert partition_layout_problems(spark, table) == []
-        run_model(dbt_project, name, vars_)
-    assert table_rows(spark, table) == new.rows()
-    assert partition_layout_problems(spark, table) == []
+        die_then_finish(spark, dbt_project, f"batched_{fail_at}_{bucket_hash}", first, then, fail_at)
 
 
 def test_with_the_extension_a_run_writes_a_folder_with_no_catalog_entry(spark, dbt_project):

@@ -99,6 +99,18 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     _run([str(bin_ / "dbt"), "deps", *project], cwd=scratch)
     _run([str(bin_ / "dbt"), "run", *project], cwd=scratch)
 
+    # Hive's bucketing v2 is written by the session extension, which this session has not loaded:
+    # a clear error before anything is written.
+    v2 = scratch / "models" / "hive_v2.sql"
+    v2.write_text(
+        "{{ config(materialized='bucketed_table', clustered_by=['k'], buckets=8, bucketing_version=2) }}\n" + TABLE
+    )
+    failed = _run([str(bin_ / "dbt"), "run", *project, "--select", "hive_v2"], cwd=scratch, ok_codes=(1,)).stdout
+    v2.unlink()
+    assert "config 'bucketing_version': 2 needs the spark-bucketing session extension" in failed, failed
+    assert "spark.sql.extensions=sparkbucketing.BucketingExtensions" in failed
+    assert not [p for p in (scratch / "state" / "warehouse").rglob("*hive_v2*")]
+
     assert "check" in _run([str(bin_ / "spark-bucketing"), "--help"], cwd=elsewhere).stdout
 
     out = _run(

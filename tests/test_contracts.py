@@ -82,6 +82,14 @@ def test_switch_statement_agrees():
 def test_hive_hash_types_agree():
     body = _macro_body("hive_hash_types")
     assert tuple(re.findall(r"'(\w+)'", body)) == contracts.HIVE_HASH_TYPES
+    # The types the extension's v2 hash takes: the same list.
+    (listed,) = re.findall(r"TypeNames: Seq\[String\] = Seq\(([^)]*)\)", (SCALA / "HiveBucketingV2.scala").read_text())
+    assert tuple(re.findall(r'"(\w+)"', listed)) == contracts.HIVE_HASH_TYPES
+
+
+def test_hive_hash_v2_function_agrees():
+    assert _scala_vals()["HiveHashV2Function"] == contracts.HIVE_HASH_V2_FUNCTION
+    assert _macro_return_string("hive_hash_v2_function") == contracts.HIVE_HASH_V2_FUNCTION
 
 
 NAMES = [
@@ -116,6 +124,7 @@ SHARED_LITERALS = [
     contracts.SUPERSET_KEYS_SWITCH,
     contracts.CLONE_RATIO_SETTING,
     contracts.EXTENSION_CLASS,
+    contracts.HIVE_HASH_V2_FUNCTION,
 ]
 
 

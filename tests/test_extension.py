@@ -114,6 +114,25 @@ EVOLVING = {
         1,
         2,
     ),
+    "evolving hive v2: days on one spec": (
+        "select a.id, b.v from {t}.evv a join {t}.v8b b on a.k = b.k where " + ONE_SPEC.format(a="a"),
+        0,
+        2,
+    ),
+    "evolving hive v2: the 16-bucket day with itself": (
+        "select a.id, b.id from {t}.evv a join {t}.evv b on a.k = b.k"
+        " where a.day = '2024-01-03' and b.day = '2024-01-03'",
+        0,
+        2,
+    ),
+    "evolving hive v2 and evolving hive v1: the hashes differ": (
+        "select a.id, b.id from {t}.evv a join {t}.evh b on a.k = b.k where "
+        + ONE_SPEC.format(a="a")
+        + " and "
+        + ONE_SPEC.format(a="b"),
+        1,
+        2,
+    ),
     "evolving hive and evolving spark: the hashes differ": (
         "select a.id, b.id from {t}.evh a join {t}.evs b on a.k = b.k where "
         + ONE_SPEC.format(a="a")
@@ -521,6 +540,73 @@ def test_bucket_counts_past_the_coalescing_ratio(spark, tables, case):
     assert_exchanges_and_sorts(spark, tables, *CLONED[case])
 
 
+# Hive bucketing v2 tables (bucketing_version=2, written by the extension):
+# read bucketed by v2's placement, never joined with v1's or Spark's without
+# a shuffle. (query, settings, (Exchanges, Sorts) on, (Exchanges, Sorts) off).
+HIVE_V2 = {
+    "v2 join v2": ("select a.v, b.v from {t}.v8 a join {t}.v8b b on a.k = b.k", {}, (0, 2), (2, 2)),
+    "v2 full join v2": ("select a.v, b.v from {t}.v8 a full join {t}.v8b b on a.k = b.k", {}, (0, 2), (2, 2)),
+    "v2 one partition each side, sorted by k": (
+        "select a.v, b.v from {t}.v8 a join {t}.v8 b on a.k = b.k" + ONE_DAY,
+        {},
+        (0, 0),
+        (2, 2),
+    ),
+    "v2 group by the bucket column": ("select k, count(*), sum(v) from {t}.v8b group by k", {}, (0, 0), (1, 0)),
+    "v2 join plain: the plain side shuffled by v2": (
+        "select a.v, b.v from {t}.v8b a left join {t}.plain b on a.k = b.k",
+        {},
+        (1, 2),
+        (2, 2),
+    ),
+    "v2 join v1, same count: the hashes differ": (
+        "select a.v, b.v from {t}.v8b a join {t}.h8b b on a.k = b.k",
+        {},
+        (1, 2),
+        (2, 2),
+    ),
+    "v2 join spark hash, same count": ("select a.v, b.v from {t}.v8b a join {t}.s8 b on a.k = b.k", {}, (1, 2), (1, 2)),
+    "v2 8 and v2 4: coalesced": ("select a.v, b.v from {t}.v8b a join {t}.v4 b on a.k = b.k", {}, (0, 2), (2, 2)),
+    "v2 4 right join v2 32: cloned": (
+        "select a.v, b.v from {t}.v4 a right join {t}.v32 b on a.k = b.k",
+        {},
+        (0, 2),
+        (2, 2),
+    ),
+    "v2 union v2, grouped": (
+        "select k, count(*) from " + UNION_OF % ("{t}.v8", "{t}.v8b") + " group by k",
+        {},
+        (0, 0),
+        (1, 0),
+    ),
+    "v2 on k and s: superset kept": (
+        "select a.v, b.v from {t}.v8 a join {t}.v8b b on a.k = b.k and a.s = b.s",
+        {},
+        (0, 2),
+        (2, 2),
+    ),
+    # -0.0 and 0.0 are one key to Spark's join and two buckets to v2: read unbucketed, as stock Spark reads it.
+    "v2 on a double key: read unbucketed": (
+        "select a.v, b.v from {t}.v8d a join {t}.v8d b on a.k = b.k",
+        {},
+        (2, 2),
+        (2, 2),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HIVE_V2))
+def test_hive_bucketing_v2_tables(spark, tables, case):
+    assert_exchanges_and_sorts(spark, tables, *HIVE_V2[case])
+
+
+def test_a_v2_table_places_the_other_side_by_v2(spark, tables):
+    sql = f"select a.v, b.v from {tables}.v8b a join {tables}.plain b on a.k = b.k"
+    with extension_on(spark):
+        plan = plans.executed_plan(spark, sql, **{"spark.sql.adaptive.enabled": "false"})
+    assert "Exchange hivehashv2partitioning(k#" in plan and ", 8)" in plan, plan
+
+
 def test_a_join_shuffled_anyway_reads_the_smaller_side_once(spark, tables):
     """Joined on more than the bucket columns with the superset rule off,
     Spark shuffles both sides: cloning the smaller one first would read it 16
@@ -605,6 +691,7 @@ def test_the_checker_models_the_extension(spark, tables, on):
         **{k: (q, c) for k, (q, c, _, _) in UNIONS.items()},
         **{k: (q, c) for k, (q, c, _, _) in SORTED.items()},
         **{k: (q, c) for k, (q, c, _, _) in CLONED.items()},
+        **{k: (q, c) for k, (q, c, _, _) in HIVE_V2.items()},
         **CHECKER_EXTRA,
     }
     judged = 0

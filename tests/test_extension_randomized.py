@@ -1,5 +1,5 @@
 """The session extension against plans without it: 200 random queries over
-Hive-hash, Spark-hash, evolving and plain tables (two- and three-table joins
+Hive-hash (bucketing v1 and v2), Spark-hash, evolving and plain tables (two- and three-table joins
 of every kind on the bucket columns, on more than them and on others,
 aggregates, windows, unions grouped or joined on the bucket column, counts
 past the coalescing ratio (4 or 8 and 64), filters on partitions, keys and
@@ -18,7 +18,14 @@ import re
 import pytest
 
 from harness.spark import extension_on
-from tests.support.extension_tables import EVOLVING, TABLES, build_tables, reference_rows, sorted_rows
+from tests.support.extension_tables import (
+    EVOLVING,
+    HIVE_V2_EVOLVING,
+    TABLES,
+    build_tables,
+    reference_rows,
+    sorted_rows,
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +34,11 @@ def tables(spark, dbt_project):
 
 
 EVOLVING_SCAN = re.compile(r"FileScan \w+ [\w.]*\.(?:" + "|".join(EVOLVING) + r")\[.*SelectedBucketsCount")
+# Hive bucketing v2 tables (v8d, on a double key, is read unbucketed).
+HIVE_V2 = [n for n, (_, config) in TABLES.items() if config.get("bucketing_version") == 2] + sorted(HIVE_V2_EVOLVING)
+HIVE_V2_SCAN = re.compile(r"FileScan \w+ [\w.]*\.(?:" + "|".join(HIVE_V2) + r")\[.*SelectedBucketsCount")
+# Pairs of v2 tables, each read bucketed: one count, two counts with a common divisor, an evolving one, v1 with v2.
+HIVE_V2_PAIRS = [("v8", "v8b"), ("v8b", "v4"), ("v4", "v8"), ("evv", "v8b"), ("v8b", "h8b"), ("v8d", "v8b")]
 
 
 def source(t: str, name: str, alias: str) -> str:
@@ -38,7 +50,16 @@ def source(t: str, name: str, alias: str) -> str:
 
 
 # Pairs of tables a union of keeps the placement of (8 buckets, one hash), with the extension.
-ONE_PLACEMENT = [("h8", "h8b"), ("h8o", "h8"), ("h8b", "h8o"), ("evs", "s8"), ("s8", "evs"), ("evh", "h8b")]
+ONE_PLACEMENT = [
+    ("h8", "h8b"),
+    ("h8o", "h8"),
+    ("h8b", "h8o"),
+    ("evs", "s8"),
+    ("s8", "evs"),
+    ("evh", "h8b"),
+    ("v8", "v8b"),
+    ("evv", "v8"),
+]
 
 
 # Pairs (x, y) whose counts are past the coalescing ratio, one a multiple of the other (4 or 8 and 64, one hash):
@@ -55,6 +76,8 @@ CLONE_PAIRS = [
     ("s8s", "s64"),
     ("s64", "s8"),
     ("evs", "s64"),
+    ("v32", "v4"),
+    ("v4", "v32"),
 ]
 
 
@@ -85,8 +108,12 @@ def random_query(rng: random.Random, t: str) -> str:
     or other columns, filters on partitions and keys, aggregates, unions."""
     names = [*TABLES, *EVOLVING, "plain"]
     a, b, c = rng.sample(names, 3)
-    if rng.random() < 0.15:
+    draw = rng.random()
+    if draw < 0.15:
         a, b = rng.choice(CLONE_PAIRS)
+        c = rng.choice([n for n in names if n not in (a, b)])
+    elif draw < 0.25:
+        a, b = rng.choice(HIVE_V2_PAIRS)
         c = rng.choice([n for n in names if n not in (a, b)])
     on = rng.choice(
         [
@@ -148,7 +175,7 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
     seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
     print(f"SB_SEED={seed}")
     rng = random.Random(seed)
-    evolving_bucketed = kept = unions = cloned = 0
+    evolving_bucketed = kept = unions = cloned = v2 = 0
     for i in range(200):
         sql = random_query(rng, tables)
         with extension_on(spark):
@@ -161,11 +188,15 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
         evolving_bucketed += bool(EVOLVING_SCAN.search(plan))
         kept += "BucketsKeptForJoin" in plan
         cloned += "ClonedBuckets" in plan
+        v2 += bool(HIVE_V2_SCAN.search(plan))
         assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"
     print(
         f"{evolving_bucketed} of 200 queries read an evolving table bucketed, {kept} kept a join on more keys,"
-        f" {unions} kept a union's placement, {cloned} read a smaller side once per bucket of the larger"
+        f" {unions} kept a union's placement, {cloned} read a smaller side once per bucket of the larger,"
+        f" {v2} read a Hive v2 table bucketed"
     )
+    # A v2 table among the sides (one pair in ten drawn from HIVE_V2_PAIRS), read bucketed.
+    assert v2 >= 10, f"SB_SEED={seed}: {v2} queries read a Hive v2 table bucketed"
     # Counts past the coalescing ratio joined on the bucket columns: about one query in fifteen.
     assert cloned >= 5, f"SB_SEED={seed}: {cloned} queries joined counts past the coalescing ratio at the larger"
     # A union of two tables of one placement: about one query in twenty.

@@ -39,12 +39,14 @@
   {%- set serde = (details.get('Serde Library', '') ~ details.get('InputFormat', '')) | lower -%}
   {%- set file_format = provider if provider in ('parquet', 'orc') else ('orc' if 'orc' in serde else ('parquet' if 'parquet' in serde else provider)) -%}
   {%- set num_buckets = details.get('Num Buckets') -%}
+  {%- set version = modules.re.search('(?:^|[\\[, ])bucketing_version=(\\d+)', details.get('Table Properties') or '') if provider == 'hive' else none -%}
   {{ return({
       'columns': columns,
       'partition_by': partition_by,
       'provider': provider,
       'file_format': file_format,
       'bucket_hash': 'hive' if provider == 'hive' else 'spark',
+      'bucketing_version': (version.group(1) | int) if version else 1,
       'buckets': (num_buckets | int) if num_buckets and (num_buckets | int) > 0 else none,
       'clustered_by': spark_bucketing.strip_column_list(details.get('Bucket Columns')),
       'sorted_by': spark_bucketing.strip_column_list(details.get('Sort Columns')),

@@ -4,12 +4,21 @@
 
 {% macro check_groups(relation, groups) %}
   {#- Fails when there is no spec to check `relation` against; registers the
-      Hive hash function if a group needs it. -#}
+      Hive hash function if a group needs it, and fails clearly where a group
+      needs Hive's v2 hash and the session has not loaded the extension
+      whose function computes it. -#}
   {%- if not groups -%}
     {%- do exceptions.raise_compiler_error("spark_bucketing: " ~ relation ~ " has no bucket spec: the catalog declares none and no spark_bucketing metadata is recorded") -%}
   {%- endif -%}
   {%- for spec, _ in groups if spec.hash == 'hive' -%}
     {%- if loop.first -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
+  {%- endfor -%}
+  {%- for spec, _ in groups if spark_bucketing.bucketing_version(spec) == 2 -%}
+    {%- if loop.first and not spark_bucketing.extension_loaded() -%}
+      {%- do exceptions.raise_compiler_error("spark_bucketing: " ~ relation ~ " is bucketed with Hive's bucketing v2 hash, which only the"
+          ~ " spark-bucketing session extension computes in Spark: load it (spark.sql.extensions=" ~ spark_bucketing.extension_class()
+          ~ " and its jar; `spark-bucketing extension` prints the settings) to check the table's layout") -%}
+    {%- endif -%}
   {%- endfor -%}
   {{ return(groups) }}
 {% endmacro %}

@@ -54,7 +54,7 @@
     select input_file_name() as __sb_file
       {%- for p in partition_by %}, cast({{ spark_bucketing.quoted([p])[0] }} as string) as __sb_p{{ loop.index0 }}{% endfor %}
       {%- for spec, _ in groups %},
-      {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash) if rehash else 'cast(null as int)' }} as __sb_b{{ loop.index0 }}
+      {{ spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.hash, spark_bucketing.bucketing_version(spec)) if rehash else 'cast(null as int)' }} as __sb_b{{ loop.index0 }}
       {%- endfor %},
       {{ 'cast(0 as bigint)' if listing else 'count(*)' }} as __sb_listed, count(*) as __sb_n, cast(null as int) as __sb_sort_group, cast(0 as bigint) as __sb_unsorted,
       false as __sb_other

@@ -18,9 +18,11 @@
 {% macro table_properties_clause(spec) -%}
   {%- set props = {} -%}
   {%- do props.update(config.get('tblproperties') or {}) -%}
-  {%- if spec.bucket_hash == 'hive' and spec.buckets -%}
-    {#- v1 is the hash Spark writes; a v2 label would send Hive 3 and Trino to the wrong files. -#}
-    {%- do props.update({'bucketing_version': '1'}) -%}
+  {%- set version = spec.get('bucketing_version', 1) -%}
+  {%- if spec.bucket_hash == 'hive' and (spec.buckets or version == 2) -%}
+    {#- Hive 3 and Trino pick the hash by this label: v1 is the hash Spark writes, v2 the extension's folder write
+        (an evolving table, declared unbucketed, needs it too: the extension reads its partitions by it). -#}
+    {%- do props.update({'bucketing_version': version | string}) -%}
   {%- endif -%}
   {%- if props -%}
   tblproperties (

@@ -48,7 +48,7 @@
 
 {% macro default__distributed_select_sql(spec, columns, sql) -%}
   {%- set ordered = spark_bucketing.partition_columns_last(columns, spec.partition_by) -%}
-  {%- set bucket_id = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.bucket_hash) -%}
+  {%- set bucket_id = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.bucket_hash, spec.get('bucketing_version', 1)) -%}
   {%- set keys = spark_bucketing.quoted(spec.partition_by) + ['__sb_route'] -%}
   {#- A partitioned table's write names no task count: the shuffle has the
       session's shuffle partitions, and AQE may coalesce it to the data's

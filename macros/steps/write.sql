@@ -28,17 +28,33 @@
   {{ return(extension and spec.partition_by | length > 0 and spec.bucket_hash != 'hive') }}
 {% endmacro %}
 
-{% macro folder_description(location, file_format, columns, partition_by, clustered_by=[], sorted_by=[], buckets=0) %}
+{% macro folder_description(location, file_format, columns, partition_by, clustered_by=[], sorted_by=[], buckets=0, hive_v2=false) %}
   {#- A folder described as a table would be, for the session extension's
       folder statement and functions: {location, format, columns: [[name,
       type]] in table order (partition columns last), partition_by,
-      clustered_by, sorted_by, buckets (0: unbucketed)}. -#}
+      clustered_by, sorted_by, buckets (0: unbucketed)}, and
+      bucketing_version 2 where `hive_v2` (Hive's v2 hash, Hive's file
+      names; else Spark's hash). -#}
   {%- set pairs = [] -%}
   {%- for name in spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
     {%- do pairs.append([name, columns[name]]) -%}
   {%- endfor -%}
-  {{ return({'location': location, 'format': file_format, 'columns': pairs, 'partition_by': partition_by,
-             'clustered_by': clustered_by, 'sorted_by': sorted_by, 'buckets': buckets}) }}
+  {%- set folder = {'location': location, 'format': file_format, 'columns': pairs, 'partition_by': partition_by,
+                    'clustered_by': clustered_by, 'sorted_by': sorted_by, 'buckets': buckets} -%}
+  {%- if hive_v2 -%}{%- do folder.update({'bucketing_version': 2}) -%}{%- endif -%}
+  {{ return(folder) }}
+{% endmacro %}
+
+{% macro write_hive_v2_folder(spec, columns, sql, location, bucketed_rows) %}
+  {#- Writes a Hive v2 table's rows into `location` through the session
+      extension (Spark's Hive writer places rows by v1): the same files,
+      names and sort Spark's writer gives a Hive table, the rows placed by
+      v2. Names in lower case, as the Hive table declares them. -#}
+  {%- set lowered = {} -%}
+  {%- for name, data_type in columns.items() -%}{%- do lowered.update({name | lower: data_type}) -%}{%- endfor -%}
+  {%- set folder = spark_bucketing.folder_description(location, spec.file_format, lowered, spec.partition_by | map('lower') | list,
+      spec.clustered_by | map('lower') | list, (spec.sorted_by or []) | map('lower') | list, spec.buckets, hive_v2=true) -%}
+  {%- do spark_bucketing.write_folder(folder, spark_bucketing.bucketed_write_sql(spec, columns, sql, bucketed_rows)) -%}
 {% endmacro %}
 
 {% macro write_folder(folder, sql, statement_name='main') %}
@@ -66,6 +82,21 @@
       no session setting is changed. `bucketed_rows`: `sql` already holds
       each bucket's rows in one task (merge_output_is_bucketed), so they are
       written as they are, without the routed shuffle. -#}
+  {%- if spec.get('bucketing_version', 1) == 2 -%}
+    {#- The files first: the new table then finds its partitions in them (one listing of the new folder). -#}
+    {%- do spark_bucketing.write_hive_v2_folder(spec, columns, sql, location, bucketed_rows) -%}
+    {%- do spark_bucketing.checkpoint('v2_after_folder_write') -%}
+    {%- call statement('spark_bucketing_create') -%}
+      {{ spark_bucketing.create_bucketed_table_sql(relation, spec, columns, location) }}
+    {%- endcall -%}
+    {%- do spark_bucketing.checkpoint('v2_after_create') -%}
+    {%- if spec.partition_by -%}
+      {%- call statement('spark_bucketing_partitions') -%}
+        alter table {{ relation }} recover partitions
+      {%- endcall -%}
+    {%- endif -%}
+    {{ return(none) }}
+  {%- endif -%}
   {%- if spec.bucket_hash == 'hive' -%}{%- do spark_bucketing.register_hash_functions() -%}{%- endif -%}
   {%- call statement('spark_bucketing_create') -%}
     {{ spark_bucketing.create_bucketed_table_sql(relation, spec, columns, location) }}

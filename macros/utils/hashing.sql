@@ -1,5 +1,6 @@
-{#- The bucket id of a row, per hash family: the one SQL source of truth (its
-    Python twin is spark_bucketing.hashing.bucket_id). -#}
+{#- The bucket id of a row, per hash family (and Hive's bucketing version):
+    the one SQL source of truth (its Python twin is
+    spark_bucketing.hashing.bucket_id). -#}
 
 {% macro hive_hash_types() %}
   {#- Types whose Hive v1 hash Spark computes exactly as Hive does; verified
@@ -9,7 +10,14 @@
   {{ return(['tinyint', 'smallint', 'int', 'bigint', 'string', 'boolean', 'date', 'float', 'double']) }}
 {% endmacro %}
 
-{% macro hive_hash_function() %}{{ return('spark_bucketing_hive_hash') }}{% endmacro %}
+{% macro hive_hash_function(bucketing_version=1) %}
+  {{ return(spark_bucketing.hive_hash_v2_function() if bucketing_version == 2 else 'spark_bucketing_hive_hash') }}
+{% endmacro %}
+
+{% macro hive_hash_v2_function() %}
+  {#- Hive's bucketing v2 hash: the session extension's function; tied to HiveHashV2Function in scala/Contracts.scala. -#}
+  {{ return('spark_bucketing_hive_hash_v2') }}
+{% endmacro %}
 
 {% macro register_hash_functions() %}
   {{ return(adapter.dispatch('register_hash_functions', 'spark_bucketing')()) }}
@@ -23,14 +31,15 @@
   {%- endcall -%}
 {% endmacro %}
 
-{% macro bucket_id_expr(columns, buckets, bucket_hash) %}
-  {{ return(adapter.dispatch('bucket_id_expr', 'spark_bucketing')(columns, buckets, bucket_hash)) }}
+{% macro bucket_id_expr(columns, buckets, bucket_hash, bucketing_version=1) %}
+  {{ return(adapter.dispatch('bucket_id_expr', 'spark_bucketing')(columns, buckets, bucket_hash, bucketing_version)) }}
 {% endmacro %}
 
-{% macro default__bucket_id_expr(columns, buckets, bucket_hash) -%}
+{% macro default__bucket_id_expr(columns, buckets, bucket_hash, bucketing_version=1) -%}
+  {#- `bucketing_version`: Hive's (1 or 2), for the hive family. -#}
   {%- set args = spark_bucketing.quoted(columns) | join(', ') -%}
   {%- if bucket_hash == 'hive' -%}
-    (({{ spark_bucketing.hive_hash_function() }}({{ args }}) & 2147483647) % {{ buckets }})
+    (({{ spark_bucketing.hive_hash_function(bucketing_version) }}({{ args }}) & 2147483647) % {{ buckets }})
   {%- elif bucket_hash == 'spark' -%}
     pmod(hash({{ args }}), {{ buckets }})
   {%- else -%}

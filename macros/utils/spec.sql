@@ -5,7 +5,15 @@
     place that turns either into a record, with_record the one way back. -#}
 
 {% macro spec_record(spec) %}
-  {{ return({'hash': spec.bucket_hash, 'clustered_by': spec.clustered_by, 'buckets': spec.buckets, 'sorted_by': spec.sorted_by}) }}
+  {%- set rec = {'hash': spec.bucket_hash, 'clustered_by': spec.clustered_by, 'buckets': spec.buckets, 'sorted_by': spec.sorted_by} -%}
+  {#- Hive's bucketing version is recorded where it is 2 only: a record without one is v1, as every record before v2 was. -#}
+  {%- if spec.get('bucketing_version', 1) == 2 -%}{%- do rec.update({'bucketing_version': 2}) -%}{%- endif -%}
+  {{ return(rec) }}
+{% endmacro %}
+
+{% macro bucketing_version(rec) %}
+  {#- Hive's bucketing version of a record (1 unless recorded). -#}
+  {{ return(rec.get('bucketing_version', 1)) }}
 {% endmacro %}
 
 {% macro declared_spec(info) %}
@@ -18,7 +26,8 @@
   {%- set out = spec.copy() -%}
   {%- do out.update({'buckets': none}) -%}
   {%- if record -%}
-    {%- do out.update({'bucket_hash': record.hash, 'clustered_by': record.clustered_by, 'buckets': record.buckets, 'sorted_by': record.sorted_by}) -%}
+    {%- do out.update({'bucket_hash': record.hash, 'bucketing_version': spark_bucketing.bucketing_version(record),
+                       'clustered_by': record.clustered_by, 'buckets': record.buckets, 'sorted_by': record.sorted_by}) -%}
   {%- endif -%}
   {{ return(out) }}
 {% endmacro %}
@@ -28,7 +37,7 @@
       none for none. Column names compare case-insensitively, as Spark
       resolves them. -#}
   {%- if rec is none -%}{{ return(none) }}{%- endif -%}
-  {{ return(tojson({'hash': rec.hash, 'buckets': rec.buckets, 'clustered_by': rec.clustered_by | map('lower') | list,
+  {{ return(tojson({'hash': rec.hash, 'version': spark_bucketing.bucketing_version(rec), 'buckets': rec.buckets, 'clustered_by': rec.clustered_by | map('lower') | list,
                     'sorted_by': rec.sorted_by | map('lower') | list})) }}
 {% endmacro %}
 
@@ -38,12 +47,13 @@
 
 {% macro spec_record_of(rec) %}
   {#- The spec fields of a partition's record. -#}
-  {{ return({'hash': rec.hash, 'clustered_by': rec.clustered_by, 'buckets': rec.buckets, 'sorted_by': rec.sorted_by}) }}
+  {{ return(spark_bucketing.spec_record({'bucket_hash': rec.hash, 'bucketing_version': spark_bucketing.bucketing_version(rec),
+      'clustered_by': rec.clustered_by, 'buckets': rec.buckets, 'sorted_by': rec.sorted_by})) }}
 {% endmacro %}
 
 {% macro describe_spec(s) %}
   {%- if s is none -%}{{ return('unbucketed') }}{%- endif -%}
-  {{ return(s.buckets ~ ' buckets on (' ~ (s.clustered_by | join(', ')) ~ '), ' ~ s.hash ~ ' hash'
+  {{ return(s.buckets ~ ' buckets on (' ~ (s.clustered_by | join(', ')) ~ '), ' ~ s.hash ~ (' v2' if spark_bucketing.bucketing_version(s) == 2 else '') ~ ' hash'
       ~ (', sorted by (' ~ (s.sorted_by | join(', ')) ~ ')' if s.sorted_by else '')) }}
 {% endmacro %}
 

@@ -30,6 +30,24 @@
   {{ return(out) }}
 {% endmacro %}
 
+{% macro hash_config() %}
+  {#- (bucket_hash, bucketing_version): the hash family, and Hive's version of it. -#}
+  {%- set bucket_hash = config.get('bucket_hash', 'hive') -%}
+  {%- if bucket_hash not in ('hive', 'spark') -%}
+    {%- do spark_bucketing.config_error('bucket_hash', "must be 'hive' or 'spark', got '" ~ bucket_hash ~ "'",
+        "use bucket_hash='hive' for tables that Hive and Trino read as bucketed, or bucket_hash='spark' for shuffle-free joins in Spark") -%}
+  {%- endif -%}
+  {%- set bucketing_version = config.get('bucketing_version', 1) -%}
+  {%- if bucketing_version is boolean or bucketing_version not in (1, 2) -%}
+    {%- do spark_bucketing.config_error('bucketing_version', "must be 1 or 2, got " ~ ("the string '" ~ bucketing_version ~ "'" if bucketing_version is string else bucketing_version | string),
+        "leave it out for Hive's bucketing v1 (what Hive 2 and Trino write by default), or set bucketing_version=2 (no quotes) for Hive 3's v2") -%}
+  {%- elif bucketing_version == 2 and bucket_hash != 'hive' -%}
+    {%- do spark_bucketing.config_error('bucketing_version', "is a version of Hive's hash, but bucket_hash is '" ~ bucket_hash ~ "'",
+        "set bucket_hash='hive' with bucketing_version=2, or remove bucketing_version") -%}
+  {%- endif -%}
+  {{ return((bucket_hash, bucketing_version)) }}
+{% endmacro %}
+
 {% macro bucket_spec() %}
   {#- The model's bucketing configs, checked for shape and range. Column checks
       that need the query's schema happen in validate_columns. -#}
@@ -48,11 +66,7 @@
         "choose a bucket count in that range; powers of two let Trino read tables with different counts together") -%}
   {%- endif -%}
 
-  {%- set bucket_hash = config.get('bucket_hash', 'hive') -%}
-  {%- if bucket_hash not in ('hive', 'spark') -%}
-    {%- do spark_bucketing.config_error('bucket_hash', "must be 'hive' or 'spark', got '" ~ bucket_hash ~ "'",
-        "use bucket_hash='hive' for tables that Hive and Trino read as bucketed, or bucket_hash='spark' for shuffle-free joins in Spark") -%}
-  {%- endif -%}
+  {%- set bucket_hash, bucketing_version = spark_bucketing.hash_config() -%}
 
   {%- set file_format = config.get('file_format', 'parquet') -%}
   {%- if file_format not in ('parquet', 'orc') -%}
@@ -78,6 +92,7 @@
       'partition_by': partition_by,
       'buckets': buckets,
       'bucket_hash': bucket_hash,
+      'bucketing_version': bucketing_version,
       'file_format': file_format,
       'verify_layout': verify_layout,
       'bucket_records': bucket_records,
@@ -134,6 +149,12 @@
             ~ ", or set bucket_hash='spark' if only Spark reads this table") -%}
       {%- endif -%}
     {%- endfor -%}
+  {%- endif -%}
+
+  {%- if spec.bucketing_version == 2 and not spark_bucketing.extension_loaded() -%}
+    {%- do spark_bucketing.config_error('bucketing_version', "2 needs the spark-bucketing session extension, which this Spark session has not loaded:"
+        ~ " Spark has no function for Hive's v2 hash, and its own writer would place the rows by v1",
+        "load the extension (spark.sql.extensions=" ~ spark_bucketing.extension_class() ~ " and its jar; `spark-bucketing extension` prints the settings), or set bucketing_version=1") -%}
   {%- endif -%}
 
   {%- set out = spec.copy() -%}

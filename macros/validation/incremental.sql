@@ -76,6 +76,11 @@
   {%- endif -%}
   {%- set new = spark_bucketing.spec_record(spec) -%}
   {%- if spark_bucketing.same_spec(old, new) -%}{{ return(false) }}{%- endif -%}
+  {%- if spark_bucketing.bucketing_version(old) != spark_bucketing.bucketing_version(new) and incr.on_bucket_change == 'evolve' -%}
+    {%- do spark_bucketing.config_error('on_bucket_change', "'evolve' cannot change bucketing_version from " ~ spark_bucketing.bucketing_version(old)
+        ~ " to " ~ spark_bucketing.bucketing_version(new) ~ ": it is one label for the whole table, by which Hive, Trino and the session extension read every partition",
+        "set on_bucket_change='rebuild' (or run once with --full-refresh) to rewrite every partition with the new version") -%}
+  {%- endif -%}
 
   {%- if incr.on_bucket_change == 'fail' -%}
     {%- do spark_bucketing.config_error('on_bucket_change', "the bucket spec changed from " ~ spark_bucketing.describe_spec(old)

@@ -20,6 +20,7 @@ MODEL_SQL = """
     clustered_by=var('clustered_by', 'k'),
     buckets=var('buckets', 8),
     bucket_hash=var('bucket_hash', 'hive'),
+    bucketing_version=var('bucketing_version', 1),
     partition_by=var('partition_by', ['day']),
     sorted_by=['id'],
     incremental_strategy=var('strategy', 'insert_overwrite'),
@@ -123,6 +124,7 @@ def metadata(spark: SparkSession, table: str) -> dict:
     return {
         r.path: {
             "hash": r.spec.hash,
+            "version": r.spec.version,
             "buckets": r.spec.buckets,
             "files": r.files,
             "rows": r.rows,
@@ -166,9 +168,12 @@ def partition_layout_problems(spark: SparkSession, table: str) -> list[str]:
         if spec is None:
             problems.append(f"no metadata for {part}")
             continue
-        if hashing.bucket_id([r.k], ["int"], spec["buckets"], spec["hash"]) != b:
+        if hashing.bucket_id([r.k], ["int"], spec["buckets"], spec["hash"], spec["version"]) != b:
             problems.append(f"row in wrong file {path}")
-        if decl is not None and hashing.bucket_id([r.k], ["int"], decl["buckets"], decl["hash"]) != b:
+        if (
+            decl is not None
+            and hashing.bucket_id([r.k], ["int"], decl["buckets"], decl["hash"], decl.get("bucketing_version", 1)) != b
+        ):
             problems.append(f"catalog declares {decl} but {path} breaks it")
     for f in {r.f for r in rows}:
         path = local_path(f)
@@ -189,6 +194,24 @@ def old_or_new_rows(spark: SparkSession, table: str, old: Expected, new: Expecte
     for day in set(old.nonempty()) | set(new.nonempty()) | set(now):
         assert now.get(day) in (old.nonempty().get(day), new.nonempty().get(day)), day
     return now
+
+
+def die_then_finish(spark: SparkSession, project: DbtProject, name: str, first: dict, then: dict, fail_at: str) -> str:
+    """Runs the model with `first`, then with `then` dying at `fail_at`:
+    every partition holds its old or its new rows, in their buckets; then
+    with `then` again, which finishes the work. Returns the table's name."""
+    expected = Expected()
+    table = step(spark, project, name, expected, first)
+    old = expected.copy()
+    new = expected.copy()
+    new.apply(spark, then)
+    failed_run(project, name, then, fail_at)
+    old_or_new_rows(spark, table, old, new)
+    assert partition_layout_problems(spark, table) == []
+    run_model(project, name, then)
+    assert table_rows(spark, table) == new.rows()
+    assert partition_layout_problems(spark, table) == []
+    return table
 
 
 def step(

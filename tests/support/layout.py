@@ -48,6 +48,7 @@ def check_layout(spark: SparkSession, table: str) -> LayoutReport:
         family=spec.hash,
         sort_cols=list(spec.sorted_by),
         types={f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields},
+        version=spec.version,
     )
 
 
@@ -60,6 +61,7 @@ def check_files(
     family: str,
     sort_cols: list[str],
     types: dict[str, str],
+    version: int = 1,
 ) -> LayoutReport:
     """Checks the files under `location` against a bucket spec, without the catalog."""
     report = LayoutReport()
@@ -98,7 +100,7 @@ def check_files(
         previous = None
         for r in rows:
             report.rows += 1
-            if hashing.bucket_id([r[k] for k in keys], key_types, num_buckets, family) != file_bucket:
+            if hashing.bucket_id([r[k] for k in keys], key_types, num_buckets, family, version) != file_bucket:
                 report.misplaced_rows += 1
             if sort_cols:
                 current = _sort_key([r[c] for c in sort_cols])
@@ -132,7 +134,9 @@ def table_layout_problems(spark: SparkSession, table: str) -> list[str]:
         spec = record.spec
         lowered = {k.lower(): v for k, v in values.items()}
         keys = [c.lower() for c in spec.clustered_by]
-        bucket = hashing.bucket_id([lowered[k] for k in keys], [types[k] for k in keys], spec.buckets, spec.hash)
+        bucket = hashing.bucket_id(
+            [lowered[k] for k in keys], [types[k] for k in keys], spec.buckets, spec.hash, spec.version
+        )
         if bucket != bucket_of(path.name):
             problems.append(f"row in the wrong file {path}")
         files[(path.parent, bucket_of(path.name))].add(path)

@@ -29,8 +29,10 @@ def _parse_value(text: str, type_name: str):
 def cmd_bucket_id(args: argparse.Namespace) -> int:
     if len(args.values) != len(args.types):
         raise SystemExit(f"spark-bucketing: {len(args.values)} values but {len(args.types)} --type options")
+    if args.bucketing_version == 2 and args.hash != "hive":
+        raise SystemExit("spark-bucketing: --bucketing-version 2 is a version of Hive's hash: add --hash hive")
     values = [_parse_value(v, t) for v, t in zip(args.values, args.types, strict=True)]
-    print(hashing.bucket_id(values, args.types, args.buckets, args.hash))
+    print(hashing.bucket_id(values, args.types, args.buckets, args.hash, args.bucketing_version))
     return 0
 
 
@@ -191,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", dest="types", action="append", required=True, help="Spark type of each value, in order")
     p.add_argument("--buckets", type=int, required=True)
     p.add_argument("--hash", choices=hashing.FAMILIES, default="hive")
+    p.add_argument(
+        "--bucketing-version", type=int, choices=(1, 2), default=1, help="Hive's bucketing version (--hash hive)"
+    )
     p.set_defaults(func=cmd_bucket_id)
 
     p = sub.add_parser("files", help="files per bucket under a table location; exit 1 unless one per bucket")

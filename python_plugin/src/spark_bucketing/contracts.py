@@ -50,6 +50,9 @@ FOLDER_READ_FUNCTION = "spark_bucketing_folder"
 #: ... and every partition's record of a table in metadata format 2.
 PARTITION_RECORDS_FUNCTION = "spark_bucketing_records"
 
+#: The SQL function the extension adds: Hive's bucketing v2 hash of its arguments (HiveHashV2).
+HIVE_HASH_V2_FUNCTION = "spark_bucketing_hive_hash_v2"
+
 #: Spark's setting that makes a bucketed scan report its sort order.
 SORT_ORDERING_SETTING = "spark.sql.legacy.bucketedTableScan.outputOrdering"
 

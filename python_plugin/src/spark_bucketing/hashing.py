@@ -3,7 +3,9 @@
 ``spark``: Spark's native bucketing, ``pmod(murmur3_x86_32(cols, seed=42), N)``
 with Spark's own byte-tail variant for strings.
 ``hive``: Hive's bucketing v1, ``(hive_hash(cols) & 0x7fffffff) % N`` where
-``hive_hash`` folds ``31 * h + hashcode(col)`` from 0 (NULL hashes to 0).
+``hive_hash`` folds ``31 * h + hashcode(col)`` from 0 (NULL hashes to 0); or
+with ``version=2`` Hive 3's bucketing v2, each column's hash Murmur3 (seed
+104729) over its big-endian bytes.
 
 The SQL twin of this module is the ``spark_bucketing.bucket_id_expr`` macro;
 the tests check both against the files Spark writes and against Hive's own code.
@@ -179,22 +181,76 @@ def hive_hashcode(value: Any, type_name: str) -> int:
     )
 
 
-def hive_hash(values: Sequence[Any], types: Sequence[str]) -> int:
-    """Hive's ``getBucketHashCode``: ``h = 31 * h + hashcode(col)`` from 0."""
+_HIVE_V2_SEED = 104729
+
+
+def hive_murmur3(data: bytes, seed: int = _HIVE_V2_SEED) -> int:
+    """Hive's ``Murmur3.hash32`` (the class Hive's and Trino's v2 bucketing
+    call): reference Murmur3 x86_32 but for the tail, whose bytes Hive widens
+    as signed bytes before combining them."""
+    h1 = seed & _M32
+    aligned = len(data) - len(data) % 4
+    for i in range(0, aligned, 4):
+        h1 = _mix_h1(h1, _mix_k1(int.from_bytes(data[i : i + 4], "little")))
+    tail = [b - 256 if b > 127 else b for b in data[aligned:]]
+    if tail:
+        k1 = 0
+        for shift, b in reversed(list(zip((0, 8, 16), tail, strict=False))):
+            k1 ^= (b << shift) & _M32
+        h1 ^= _mix_k1(k1)
+    return _to_int32(_fmix(h1, len(data)))
+
+
+def hive_v2_hashcode(value: Any, type_name: str) -> int:
+    """Hive 3's ``ObjectInspectorUtils.hashCodeMurmur`` for one primitive value
+    (bucketing_version 2): Murmur3 over the value's big-endian bytes."""
+    t = normalize_type(type_name)
+    if value is None:
+        return 0
+    if t == "boolean":
+        return 1 if value else 0
+    if t == "tinyint":
+        return _to_int32(int(value))
+    if t == "smallint":
+        return hive_murmur3(struct.pack(">h", int(value)))
+    if t in ("int", "date"):
+        return hive_murmur3(struct.pack(">i", _days(value) if t == "date" else int(value)))
+    if t == "bigint":
+        return hive_murmur3(struct.pack(">q", int(value)))
+    # Sic: Hive writes the canonical bits *as a number* (putFloat(floatToIntBits(f))).
+    if t == "float":
+        return hive_murmur3(struct.pack(">f", float(_float_bits(float(value)))))
+    if t == "double":
+        return hive_murmur3(struct.pack(">d", float(_double_bits(float(value)))))
+    if t == "string":
+        return hive_murmur3(str(value).encode("utf-8"))
+    raise UnsupportedTypeError(
+        f"Hive's bucketing v2 hash of a {type_name!r} column is not supported; "
+        f"supported types for bucketing_version=2: {', '.join(HIVE_HASH_TYPES)}"
+    )
+
+
+def hive_hash(values: Sequence[Any], types: Sequence[str], version: int = 1) -> int:
+    """Hive's ``getBucketHashCode``: ``h = 31 * h + hashcode(col)`` from 0,
+    by ``hive_hashcode`` (bucketing version 1) or ``hive_v2_hashcode`` (2)."""
+    field = hive_v2_hashcode if version == 2 else hive_hashcode
     h = 0
     for value, type_name in zip(values, types, strict=True):
-        h = (31 * h + hive_hashcode(value, type_name)) & _M32
+        h = (31 * h + field(value, type_name)) & _M32
     return _to_int32(h)
 
 
-def bucket_id(values: Sequence[Any], types: Sequence[str], num_buckets: int, family: str) -> int:
-    """The bucket a row lands in, as Spark's writer numbers the file."""
+def bucket_id(values: Sequence[Any], types: Sequence[str], num_buckets: int, family: str, version: int = 1) -> int:
+    """The bucket a row lands in, as Spark's writer numbers the file;
+    ``version``: Hive's bucketing version, for the ``hive`` family."""
     if num_buckets < 1:
         raise ValueError(f"num_buckets must be >= 1, got {num_buckets}")
     if len(values) != len(types):
         raise ValueError(f"{len(values)} values but {len(types)} types")
+    if version not in (1, 2) or (version == 2 and family != "hive"):
+        raise ValueError(f"bucketing version {version!r}: Hive's hash has versions 1 and 2, Spark's only one")
     if family == "spark":
         return spark_hash(values, types) % num_buckets  # Python % is pmod
     if family == "hive":
-        return (hive_hash(values, types) & 0x7FFFFFFF) % num_buckets
+        return (hive_hash(values, types, version) & 0x7FFFFFFF) % num_buckets
     raise ValueError(f"unknown hash family {family!r}; expected one of {FAMILIES}")

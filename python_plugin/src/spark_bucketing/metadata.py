@@ -12,6 +12,7 @@ through the session extension's ``spark_bucketing_records`` table function.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -34,31 +35,50 @@ class BucketSpec:
     clustered_by: tuple[str, ...]
     buckets: int
     sorted_by: tuple[str, ...] = ()
+    #: Hive's bucketing version (1 or 2) of a ``hive`` spec; 1 for ``spark``.
+    version: int = 1
 
     @classmethod
     def from_record(cls, rec: dict) -> BucketSpec:
-        return cls(rec["hash"], tuple(rec["clustered_by"]), int(rec["buckets"]), tuple(rec.get("sorted_by") or ()))
+        return cls(
+            rec["hash"],
+            tuple(rec["clustered_by"]),
+            int(rec["buckets"]),
+            tuple(rec.get("sorted_by") or ()),
+            int(rec.get("bucketing_version", 1)),
+        )
 
     def to_record(self) -> dict:
-        """The spec as the metadata records it (the inverse of from_record)."""
-        return {
+        """The spec as the metadata records it (the inverse of from_record;
+        the version only where it is 2, as the macros record it)."""
+        rec = {
             "hash": self.hash,
             "clustered_by": list(self.clustered_by),
             "buckets": self.buckets,
             "sorted_by": list(self.sorted_by),
         }
+        if self.version == 2:
+            rec["bucketing_version"] = 2
+        return rec
 
     def key(self) -> tuple:
         return (
             self.hash,
+            self.version,
             tuple(c.lower() for c in self.clustered_by),
             self.buckets,
             tuple(c.lower() for c in self.sorted_by),
         )
 
+    @property
+    def family(self) -> str:
+        """The hash that places rows: ``spark``, ``hive`` (v1) or ``hive v2``;
+        two specs place a key alike only with the same family."""
+        return "hive v2" if self.hash == "hive" and self.version == 2 else self.hash
+
     def describe(self) -> str:
         sort = f", sorted by ({', '.join(self.sorted_by)})" if self.sorted_by else ""
-        return f"{self.buckets} buckets on ({', '.join(self.clustered_by)}), {self.hash} hash{sort}"
+        return f"{self.buckets} buckets on ({', '.join(self.clustered_by)}), {self.family} hash{sort}"
 
 
 @dataclass
@@ -133,7 +153,14 @@ def declared_spec(details: dict[str, str]) -> BucketSpec | None:
     if n <= 0:
         return None
     family = "hive" if (details.get("Provider") or "").lower() == "hive" else "spark"
-    return BucketSpec(family, _columns(details.get("Bucket Columns")), n, _columns(details.get("Sort Columns")))
+    version = re.search(r"(?:^|[\[, ])bucketing_version=(\d+)", details.get("Table Properties") or "")
+    return BucketSpec(
+        family,
+        _columns(details.get("Bucket Columns")),
+        n,
+        _columns(details.get("Sort Columns")),
+        int(version.group(1)) if version and family == "hive" else 1,
+    )
 
 
 def read_table_metadata(client: SqlClient, table: str) -> TableMetadata:

@@ -23,6 +23,7 @@ TRINO_UNBUCKETABLE_TYPES = ("timestamp", "decimal", "char", "binary", "varchar("
 NOT_BUCKETED = "NOT_BUCKETED"
 HIVE_HASH = "HIVE_HASH_NOT_USED_BY_SPARK"
 HIVE_HASH_NOT_PRUNED = "HIVE_HASH_NOT_PRUNED_BY_SPARK"
+HIVE_V2_FLOAT_KEY = "HIVE_V2_FLOATING_POINT_KEY"
 SPARK_HASH_IN_TRINO = "SPARK_HASH_NOT_USED_BY_TRINO"
 TRINO_KEY_TYPE = "KEY_TYPE_NOT_BUCKETABLE_IN_TRINO"
 BUCKETING_DISABLED = "BUCKETING_DISABLED"
@@ -139,12 +140,16 @@ def usable_spec(
 ) -> tuple[bool, list[str]]:
     """Does the engine read a table with this declared spec as bucketed?
     Spark reads a Hive-hash table bucketed only through the extension, and
-    only a table this package built (its files carry Spark's bucket names)."""
+    only a table this package built (its files carry Spark's bucket names);
+    a Hive v2 one not on a float or double column (v2 hashes -0.0 and 0.0
+    apart, which Spark's joins take as one key)."""
     if spec is None:
         return False, [NOT_BUCKETED]
     if settings.engine == "spark":
         if spec.hash != "spark" and not (settings.extension and built_by_package):
             return False, [HIVE_HASH]
+        if spec.family == "hive v2" and any(t and t.lower() in ("float", "real", "double") for t in key_types):
+            return False, [HIVE_V2_FLOAT_KEY]
         if not settings.bucketing_enabled:
             return False, [BUCKETING_DISABLED]
         return True, []

@@ -377,6 +377,8 @@ def _suggestions(info: RelationInfo, columns: list[str], col_type: str | None, r
         E.HIVE_HASH_NOT_PRUNED: f"the extension reads {rel} bucketed for joins and aggregations but reads every "
         "bucket for a filter (Spark would choose them by its own hash)",
         E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
+        E.HIVE_V2_FLOAT_KEY: f"{rel} is bucketed by Hive's v2 hash on a floating-point column, which the extension "
+        "reads unbucketed",
         E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: backfill to converge",
     }
     return [texts[r] for r in reasons if r in texts]

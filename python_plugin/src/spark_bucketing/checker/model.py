@@ -88,8 +88,8 @@ class Part:
     # None when the files are not known.
     sorted: tuple | None = None
     # The hash rows are placed by: a shuffle's or a Spark-hash scan's "spark";
-    # "hive" for a Hive-hash scan the extension reads bucketed, and for a side
-    # shuffled to match one.
+    # "hive" (or "hive v2", BucketSpec.family) for a Hive-hash scan the
+    # extension reads bucketed, and for a side shuffled to match one.
     hash: str = "spark"
     # Read straight from a bucketed scan, through filters and projections
     # only: the partitioning bucket coalescing (Spark's, the extension's) can

@@ -49,7 +49,7 @@ def kept_union_part(branches: list[Output], settings: EngineSettings) -> Part | 
     if not all(p is not None and p.scan and p.package and p.bucketed for p in parts):
         return None
     first = parts[0]
-    if first.hash != "hive" and not settings.adaptive:
+    if not first.hash.startswith("hive") and not settings.adaptive:
         return None
     names = [list(b.types) for b in branches]
     positions = [tuple(n.index(c) for c in p.options[0]) for p, n in zip(parts, names, strict=True)]

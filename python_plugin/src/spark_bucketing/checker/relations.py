@@ -85,7 +85,10 @@ def spec_from_config(config: dict) -> BucketSpec | None:
         family = "spark"  # dbt-spark's stock CLUSTERED BY: a datasource table, Spark's hash
     else:
         return None
-    return BucketSpec(family, tuple(clustered_by), buckets, tuple(_as_list(config.get("sorted_by"))))
+    version = config.get("bucketing_version") if family == "hive" else 1
+    return BucketSpec(
+        family, tuple(clustered_by), buckets, tuple(_as_list(config.get("sorted_by"))), 2 if version == 2 else 1
+    )
 
 
 def catalog_from_manifest(project_dir: Path, target_dir: str = "target") -> Catalog:

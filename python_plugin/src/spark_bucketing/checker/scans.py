@@ -58,7 +58,7 @@ def scan_output(source: Source, block: Block, catalog: Catalog, settings: Engine
             bucketed=True,
             spec=spec,
             sorted=scan_order(info, spec, read, alias),
-            hash=spec.hash,
+            hash=spec.family,
             scan=True,
             package=info.built_by_package,
         )

@@ -20,8 +20,11 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 E.HIVE_HASH: f"{rel} uses Hive's hash, which stock Spark never reads as bucketed: enable the "
                 "session extension (spark-bucketing extension) if this package built it, or set bucket_hash='spark' "
                 "on its model if Spark is the reader that matters (Hive/Trino then read it unbucketed)",
-                E.HASH_DIFFERS: "the two sides place rows by different hashes (Hive's and Spark's): build both "
-                "with the same bucket_hash",
+                E.HASH_DIFFERS: "the two sides place rows by different hashes (Hive's v1 or v2, or Spark's): build "
+                "both with the same bucket_hash and bucketing_version",
+                E.HIVE_V2_FLOAT_KEY: f"{rel} is bucketed by Hive's v2 hash on a floating-point column, which puts -0.0 "
+                "and 0.0 in different buckets while Spark joins them as one key, so the extension reads it unbucketed: "
+                "bucket it by another column, or with bucketing_version=1",
                 E.SPARK_HASH_IN_TRINO: f"{rel} uses Spark's hash, which Trino reads as unbucketed: "
                 "set bucket_hash='hive' if Trino is the reader that matters",
                 E.NOT_BUCKETED: f"materialize {rel} with bucketed_table, clustered_by=[{keys}]"

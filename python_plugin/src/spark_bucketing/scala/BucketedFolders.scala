@@ -5,17 +5,18 @@ import java.util.Locale
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.hadoop.mapreduce.{Job, TaskAttemptContext}
 import org.apache.spark.sql.{SaveMode, SparkSession}
-import org.apache.spark.sql.catalyst.FunctionIdentifier
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, InternalRow}
 import org.apache.spark.sql.catalyst.analysis.TableOutputResolver
 import org.apache.spark.sql.catalyst.catalog.BucketSpec
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, ExpressionInfo}
-import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, BitwiseAnd, BoundReference, Expression, ExpressionInfo, Literal, Pmod, UnsafeProjection}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project, UnaryNode}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.catalyst.util.CharVarcharUtils
-import org.apache.spark.sql.execution.datasources.{DataSource, FileFormat, InsertIntoHadoopFsRelationCommand, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.{BucketingUtils, DataSource, FileFormat, InsertIntoHadoopFsRelationCommand, LogicalRelation, OutputWriter, OutputWriterFactory}
 import org.apache.spark.sql.execution.datasources.orc.OrcFileFormat
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.types.{DataType, StringType, StructField, StructType}
@@ -26,7 +27,12 @@ import org.apache.spark.sql.types.{DataType, StringType, StructField, StructType
  *  run's staged rows). The JSON form:
  *
  *    {"location": folder, "format": "parquet" | "orc", "columns": [[name, type], ...],
- *     "partition_by": [...], "clustered_by": [...], "sorted_by": [...], "buckets": n}
+ *     "partition_by": [...], "clustered_by": [...], "sorted_by": [...], "buckets": n,
+ *     "bucketing_version": 2}
+ *
+ *  `bucketing_version` 2 (`hiveVersion`): the buckets are Hive's v2
+ *  (HiveHashV2) and the files carry Hive's names as well as Spark's; absent,
+ *  Spark's hash.
  */
 case class BucketedFolder(
     location: String,
@@ -35,7 +41,8 @@ case class BucketedFolder(
     partitionBy: Seq[String],
     clusteredBy: Seq[String],
     sortedBy: Seq[String],
-    buckets: Int) {
+    buckets: Int,
+    hiveVersion: Int = 0) {
 
   /** The folder's columns as a table's schema, in table order. */
   def schema: StructType = StructType(columns.map { case (name, t) => StructField(name, t) })
@@ -63,7 +70,14 @@ object BucketedFolder {
       throw new IllegalArgumentException(s"spark_bucketing: a folder holds Parquet or ORC files, not '$format'")
     }
     BucketedFolder(text("location"), format, columns, names("partition_by"), names("clustered_by"),
-      names("sorted_by"), Option(json.get("buckets")).map(_.asInt()).getOrElse(0))
+      names("sorted_by"), Option(json.get("buckets")).map(_.asInt()).getOrElse(0), hiveVersion(json))
+  }
+
+  private def hiveVersion(json: JsonNode): Int = Option(json.get("bucketing_version")).map(_.asInt()) match {
+    case None => 0
+    case Some(2) => 2
+    case Some(v) => throw new IllegalArgumentException(
+      s"spark_bucketing: a folder is written with Spark's hash or Hive's bucketing version 2, not bucketing_version $v")
   }
 
   def parse(json: String): BucketedFolder = parse(new ObjectMapper().readTree(json))
@@ -127,7 +141,7 @@ case class PlanFolderWrites(session: SparkSession) extends Rule[LogicalPlan] {
     val bucketSpec = if (folder.buckets > 0) {
       Some(BucketSpec(folder.buckets, folder.clusteredBy.map(column(_).name), folder.sortedBy.map(column(_).name)))
     } else None
-    InsertIntoHadoopFsRelationCommand(
+    val command = InsertIntoHadoopFsRelationCommand(
       outputPath = new Path(folder.location),
       staticPartitions = Map.empty,
       ifPartitionNotExists = false,
@@ -140,6 +154,57 @@ case class PlanFolderWrites(session: SparkSession) extends Rule[LogicalPlan] {
       catalogTable = None,
       fileIndex = None,
       outputColumnNames = out.map(_.name))
+    if (folder.hiveVersion == 2) HiveV2Write(command, folder.buckets, bucketSpec.get.bucketColumnNames.map(column)) else command
+  }
+}
+
+/** A write of Hive's bucketing v2, which Spark's writer cannot make (it
+ *  places a Hive table's rows by v1). Spark's writer places rows by any
+ *  bucket id under Hive's names when asked for Hive-compatible buckets of
+ *  one int column whose value is the id (Hive's v1 hash of an int is the int
+ *  itself): the query gains that column, the v2 id of its row, and the
+ *  files leave it out (WithoutLastColumn). The rest is the command's own:
+ *  the same sort, names `0000b_0_part-..._0000b.c000`, one file per bucket
+ *  per partition. */
+object HiveV2Write {
+  val BucketColumn = "__spark_bucketing_v2_bucket"
+
+  def apply(command: InsertIntoHadoopFsRelationCommand, buckets: Int, clusteredBy: Seq[Attribute]): InsertIntoHadoopFsRelationCommand = {
+    val id = Alias(Pmod(BitwiseAnd(HiveHashV2(clusteredBy), Literal(Int.MaxValue)), Literal(buckets)), BucketColumn)()
+    val query = Project(command.query.output :+ id, command.query)
+    command.copy(
+      query = query,
+      bucketSpec = command.bucketSpec.map(_.copy(bucketColumnNames = Seq(BucketColumn))),
+      fileFormat = WithoutLastColumn(command.fileFormat),
+      options = command.options + (BucketingUtils.optionForHiveCompatibleBucketWrite -> "true"),
+      outputColumnNames = command.outputColumnNames :+ BucketColumn)
+  }
+}
+
+/** A file format that writes every data column of its rows but the last. */
+case class WithoutLastColumn(inner: FileFormat) extends FileFormat {
+  override def inferSchema(session: SparkSession, options: Map[String, String], files: Seq[FileStatus]): Option[StructType] =
+    inner.inferSchema(session, options, files)
+
+  override def supportDataType(dataType: DataType): Boolean = inner.supportDataType(dataType)
+  override def supportFieldName(name: String): Boolean = inner.supportFieldName(name)
+  override def toString: String = inner.toString
+
+  override def prepareWrite(session: SparkSession, job: Job, options: Map[String, String], dataSchema: StructType): OutputWriterFactory = {
+    val factory = inner.prepareWrite(session, job, options, StructType(dataSchema.dropRight(1)))
+    new OutputWriterFactory {
+      override def getFileExtension(context: TaskAttemptContext): String = factory.getFileExtension(context)
+      override def newInstance(path: String, schema: StructType, context: TaskAttemptContext): OutputWriter = {
+        val kept = StructType(schema.dropRight(1))
+        val writer = factory.newInstance(path, kept, context)
+        val project = UnsafeProjection.create(kept.fields.toSeq.zipWithIndex.map { case (f, i) => BoundReference(i, f.dataType, f.nullable) })
+        new OutputWriter {
+          override def write(row: InternalRow): Unit = writer.write(project(row))
+          override def close(): Unit = writer.close()
+          override def path(): String = writer.path()
+        }
+      }
+    }
   }
 }
 

@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.planning.ScanOperation
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.datasources.{FileSourceStrategy, HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.types.{DoubleType, FloatType}
 
 /** Enabled with spark.sql.extensions=sparkbucketing.BucketingExtensions (and
  *  the jar on the classpath); switched off per session with
@@ -23,6 +24,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectTableFunction(TableFiles.description)
     extensions.injectTableFunction(FolderRelation.description)
     extensions.injectTableFunction(TablePartitionRecords.description)
+    extensions.injectFunction(HiveHashV2.description)
   }
 }
 
@@ -36,7 +38,7 @@ object BucketingExtensions {
 /** Plans the scan of a table this package wrote as a bucketed scan where
  *  stock Spark reads it unbucketed:
  *  - a Hive-hash bucketed table (Spark's read of a Hive table passes no
- *    bucket spec), by its declared spec;
+ *    bucket spec), by its declared spec and `bucketing_version`;
  *  - an evolving table (declared unbucketed while its partitions disagree),
  *    by the spec the partitions the scan selects share (PartitionRecords).
  *  Spark's own FileSourceStrategy plans the scan with that spec, and for
@@ -50,15 +52,17 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
         if BucketingExtensions.enabled(session) && fs.bucketSpec.isEmpty &&
           table.properties.contains(BucketingExtensions.Marker) =>
       table.bucketSpec match {
-        case Some(declared) => if (hiveHashReadable(table)) planBucketed(plan, relation, fs, declared, "hive") else Nil
+        case Some(declared) => hiveHashVersion(table, declared).map(v => planBucketed(plan, relation, fs, declared, "hive", v)).getOrElse(Nil)
         case None if table.partitionColumnNames.nonEmpty =>
           // Spark's own plan of the scan: the partitions it selects decide the spec, and it stands when they share none.
           val stock = FileSourceStrategy(plan)
           val scans = stock.flatMap(_.collect { case s: FileSourceScanExec => s })
           PartitionRecords.sharedSpec(session, scans, table)
-            .filter { case (_, hash) => hash == "spark" || hiveHashReadable(table) }
             .flatMap { case (spec, hash) => inSchemaCase(spec, table).map((_, hash)) }
-            .map { case (spec, hash) => planBucketed(plan, relation, fs, spec, hash) }
+            .flatMap { case (spec, hash) =>
+              if (hash == "spark") Some(planBucketed(plan, relation, fs, spec, hash, 0))
+              else hiveHashVersion(table, spec).map(v => planBucketed(plan, relation, fs, spec, hash, v))
+            }
             .filter(_.nonEmpty)
             .getOrElse(stock)
         case None => Nil
@@ -67,7 +71,8 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
   }
 
   private def planBucketed(
-      plan: LogicalPlan, relation: LogicalRelation, fs: HadoopFsRelation, spec: BucketSpec, hash: String): Seq[SparkPlan] = {
+      plan: LogicalPlan, relation: LogicalRelation, fs: HadoopFsRelation, spec: BucketSpec, hash: String,
+      hiveVersion: Int): Seq[SparkPlan] = {
     val withSpec = plan.transformDown {
       case l: LogicalRelation if l eq relation => l.copy(relation = fs.copy(bucketSpec = Some(spec))(fs.sparkSession))
     }
@@ -78,15 +83,26 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
     else planned.map(_.transformUp {
       // Spark prunes buckets by its own hash of the filter's values: for a Hive-hash table that would
       // pick the wrong buckets, so every bucket is read (the filter still applies above the scan).
-      case s: FileSourceScanExec if s.bucketedScan => HiveHashBucketedScanExec(s.copy(optionalBucketSet = None))
+      case s: FileSourceScanExec if s.bucketedScan => HiveHashBucketedScanExec(s.copy(optionalBucketSet = None), hiveVersion)
     })
   }
 
-  /** A Hive table, bucketed (or its partitions written) with Hive hash v1,
-   *  the hash Spark writes, read through Spark's file source
-   *  (convertMetastoreParquet and convertMetastoreOrc, on by default). */
-  private def hiveHashReadable(table: CatalogTable): Boolean =
-    table.provider.exists(_.equalsIgnoreCase("hive")) && table.properties.get("bucketing_version").forall(_ == "1")
+  /** The version of Hive's hash a Hive table's buckets (or its partitions')
+   *  were written with, by its `bucketing_version` (absent: 1, as Hive and
+   *  Trino read it), where the extension reads them bucketed through
+   *  Spark's file source (convertMetastoreParquet and convertMetastoreOrc,
+   *  on by default). Not a version 2 table bucketed on a float or double
+   *  column: v2 hashes -0.0 and 0.0 apart, while Spark's joins and
+   *  aggregations take them as one key, so a join would look for a row in
+   *  the wrong bucket (version 1 puts both in bucket 0). */
+  private def hiveHashVersion(table: CatalogTable, spec: BucketSpec): Option[Int] =
+    if (!table.provider.exists(_.equalsIgnoreCase("hive"))) None
+    else table.properties.getOrElse("bucketing_version", "1") match {
+      case "1" => Some(1)
+      case "2" if spec.bucketColumnNames.forall(c => table.dataSchema.find(_.name.equalsIgnoreCase(c)).forall(f =>
+        f.dataType != FloatType && f.dataType != DoubleType)) => Some(2)
+      case _ => None
+    }
 
   /** The scan finds bucket columns by exact name: the record's names in the table's case. */
   private def inSchemaCase(spec: BucketSpec, table: CatalogTable): Option[BucketSpec] = {

@@ -29,6 +29,8 @@ object Contracts {
   val PartitionRecordsFunction = "spark_bucketing_records"
   /** The table function the extension adds: a bucketed folder's files and their footers' row counts (TableFiles). */
   val TableFilesFunction = "spark_bucketing_files"
+  /** The SQL function the extension adds: Hive's bucketing v2 hash of its arguments (HiveHashV2). */
+  val HiveHashV2Function = "spark_bucketing_hive_hash_v2"
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */
   val SparkBucketFileName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$"""
 }

@@ -22,7 +22,7 @@ case class SortedBuckets(session: SparkSession) extends Rule[SparkPlan] {
 
   private def stated(plan: SparkPlan): SparkPlan = plan match {
     case done: SortedBucketsExec => done
-    case h @ HiveHashBucketedScanExec(s: FileSourceScanExec) => order(s).map(SortedBucketsExec(h, _)).getOrElse(h)
+    case h @ HiveHashBucketedScanExec(s: FileSourceScanExec, _) => order(s).map(SortedBucketsExec(h, _)).getOrElse(h)
     case s: FileSourceScanExec => order(s).map(SortedBucketsExec(s, _)).getOrElse(s)
     case other => other.mapChildren(stated)
   }

@@ -21,6 +21,13 @@ Spark sorts both sides), broadcast off:
 
     .venv/bin/python benchmarks/bench_extension.py --sorted [--rows 16000000]
 
+With --sorted --partitions N: the same tables in N partitions, so each
+bucket is N sorted files: merged by the extension in each task (no Sort),
+against the extension with merging off (maxMergedFiles 1: both sides
+sorted) and off:
+
+    .venv/bin/python benchmarks/bench_extension.py --sorted --partitions 4
+
 With --cloned: a Spark-hash table of 16,000,000 rows in 64 buckets joined
 with one of 4,000,000 rows in 4 (--small-buckets 8 for 8), both sorted by
 `k`, past the coalescing ratio: read cloned (the smaller side once per
@@ -56,6 +63,11 @@ TABLE = """
 select cast(pmod(hash(id, {seed}), {keys}) as int) as k, id as v, cast(id % 997 as double) as w
 from range(0, {rows}, 1, 8)
 """
+# TABLE in `parts` partitions (p).
+PARTITIONED_TABLE = """
+select cast(pmod(hash(id, {seed}), {keys}) as int) as k, id as v, cast(id % 997 as double) as w, id % {parts} as p
+from range(0, {rows}, 1, 8)
+"""
 JOIN = """
 select a.k, count(*) as n, sum(a.w * b.w) as s
 from {{{{ ref('{a}') }}}} a join {{{{ ref('{b}') }}}} b on a.k = b.k
@@ -80,6 +92,16 @@ SORTED_SIDES = {
     "sorted, extension on": ("join_sorted_on", "big_sorted", "half_sorted", {}),
     "sorted, extension off": ("join_sorted_off", "big_sorted", "half_sorted", {"pre_hook": OFF}),
 }
+MERGED_SIDES = {
+    "merged (extension on)": ("join_merged", "big_sorted", "half_sorted", {}),
+    "sorted, extension on, merging off": (
+        "join_merged_off",
+        "big_sorted",
+        "half_sorted",
+        {"pre_hook": "SET " + contracts.MERGED_FILES_SETTING + "=1"},
+    ),
+    "extension off": ("join_merged_stock", "big_sorted", "half_sorted", {"pre_hook": OFF}),
+}
 EXCHANGE_LINE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?Exchange\b", re.M)
 # The event log's plan is EXPLAIN FORMATTED: "+- * Sort (4)".
 SORT_LINE = re.compile(r"^[\s:+-]*(\* )?Sort \(\d+\)", re.M)
@@ -94,6 +116,7 @@ def main() -> int:
     parser.add_argument("--cloned", action="store_true", help="64 buckets joined with 4 or 8: cloned vs shuffled")
     parser.add_argument("--small-buckets", type=int, default=4, help="--cloned: the smaller table's buckets")
     parser.add_argument("--unsorted", action="store_true", help="--cloned: tables not sorted by k")
+    parser.add_argument("--partitions", type=int, default=1, help="--sorted: each table's partitions")
     parser.add_argument("--buckets", type=int, default=16)
     parser.add_argument("--base", type=Path, default=None, help="folder for the project (default: a temporary one)")
     args = parser.parse_args()
@@ -105,7 +128,7 @@ def main() -> int:
     )
     keys = args.rows // 4
     if args.sorted:
-        return sorted_join(counted, args.rows, keys, args.buckets)
+        return sorted_join(counted, args.rows, keys, args.buckets, args.partitions)
     if args.cloned:
         return cloned_join(counted, args.rows, keys, args.small_buckets, not args.unsorted)
     # name: (family, rows, seed, buckets); halfb_hive holds half_hive's rows in half the buckets.
@@ -133,15 +156,23 @@ def main() -> int:
     return 0
 
 
-def sorted_join(counted: Counted, rows: int, keys: int, buckets: int) -> int:
+def sorted_join(counted: Counted, rows: int, keys: int, buckets: int, partitions: int) -> int:
     config = {"sorted_by": "k", "buckets": buckets, "bucket_hash": "spark"}
-    models = table_models(keys, {"big_sorted": (rows, 1, config), "half_sorted": (rows // 2, 2, config)})
-    best = join_sides(counted, models, SORTED_SIDES, "model")
+    tables = {"big_sorted": (rows, 1, config), "half_sorted": (rows // 2, 2, config)}
+    if partitions > 1:
+        config = {**config, "partition_by": "p"}
+        models = {
+            name: (PARTITIONED_TABLE.format(rows=n, keys=keys, seed=seed, parts=partitions), config)
+            for name, (n, seed, _) in tables.items()
+        }
+        best = join_sides(counted, models, MERGED_SIDES, "model")
+    else:
+        best = join_sides(counted, table_models(keys, tables), SORTED_SIDES, "model")
     print(
         f"\nSort-merge join + aggregation on k: {rows:,} x {rows // 2:,} rows sorted by k,"
-        f" {keys:,} keys, {buckets} buckets"
+        f" {keys:,} keys, {buckets} buckets, {partitions} partition(s): {partitions} file(s) a bucket"
     )
-    print_model_times(best, "sorted, extension off", "vs Sort kept")
+    print_model_times(best, "extension off" if partitions > 1 else "sorted, extension off", "vs stock")
     return 0
 
 

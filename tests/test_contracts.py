@@ -62,6 +62,8 @@ def test_extension_switch_agrees():
     assert _scala_vals()["SupersetKeysSwitch"] == contracts.SUPERSET_KEYS_SWITCH
     assert _scala_vals()["CloneRatioSetting"] == contracts.CLONE_RATIO_SETTING
     assert _scala_vals()["CloneRatioDefault"] == contracts.CLONE_RATIO_DEFAULT
+    assert _scala_vals()["MergedFilesSetting"] == contracts.MERGED_FILES_SETTING
+    assert _scala_vals()["MergedFilesDefault"] == contracts.MERGED_FILES_DEFAULT
     assert _macro_return_string("extension_switch") == contracts.EXTENSION_SWITCH
     assert _macro_return_string("extension_class") == contracts.EXTENSION_CLASS
 
@@ -123,6 +125,7 @@ SHARED_LITERALS = [
     contracts.EXTENSION_SWITCH,
     contracts.SUPERSET_KEYS_SWITCH,
     contracts.CLONE_RATIO_SETTING,
+    contracts.MERGED_FILES_SETTING,
     contracts.EXTENSION_CLASS,
     contracts.HIVE_HASH_V2_FUNCTION,
 ]

@@ -17,7 +17,7 @@ from spark_bucketing import plans
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import relation_from_live
 from spark_bucketing.checker.verify import session_conf, verify
-from spark_bucketing.contracts import CLONE_RATIO_SETTING, SUPERSET_KEYS_SWITCH
+from spark_bucketing.contracts import CLONE_RATIO_SETTING, MERGED_FILES_SETTING, SUPERSET_KEYS_SWITCH
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import SparkClient
 from tests.support.extension_tables import EVOLVING as EVOLVING_TABLES
@@ -373,6 +373,8 @@ UNIONS = {
 # join skips the Sort of a side whose every selected bucket is one file.
 # (query, settings, (Exchanges, Sorts) on, (Exchanges, Sorts) off).
 ONE_DAY = " where a.p = '1' and b.p = '1'"
+# Merging a bucket's sorted files, off by default.
+MERGE_ON = {MERGED_FILES_SETTING: "16"}
 SORTED = {
     "hive sorted, one partition each side": (
         "select a.v, b.v from {t}.h8s a join {t}.h8s b on a.k = b.k" + ONE_DAY,
@@ -380,9 +382,36 @@ SORTED = {
         (0, 0),
         (2, 2),
     ),
+    # Three partitions: each bucket is three sorted files. Merging them is off by default (the Sort measured
+    # faster); on, each task reads its bucket's files side by side and merges them.
     "hive sorted, every partition: several files a bucket": (
         "select a.v, b.v from {t}.h8s a join {t}.h8s b on a.k = b.k",
         {},
+        (0, 2),
+        (2, 2),
+    ),
+    "hive sorted, every partition, merged": (
+        "select a.v, b.v from {t}.h8s a join {t}.h8s b on a.k = b.k",
+        MERGE_ON,
+        (0, 0),
+        (2, 2),
+    ),
+    "hive sorted, more files a bucket than the merge takes": (
+        "select a.v, b.v from {t}.h8s a full join {t}.h8s b on a.k = b.k",
+        {MERGED_FILES_SETTING: "2"},
+        (0, 2),
+        (2, 2),
+    ),
+    "hive sorted, two partitions each side, a left join, merged": (
+        "select a.v, b.v from {t}.h8s a left join {t}.h8s b on a.k = b.k where a.p <> '1' and b.p <> '2'",
+        MERGE_ON,
+        (0, 0),
+        (2, 2),
+    ),
+    # input_file_name() names the file a task opened last: with a bucket's files read side by side, not merged.
+    "hive sorted, every partition, the file names asked": (
+        "select a.v, b.f from {t}.h8s a join (select k, input_file_name() as f from {t}.h8s) b on a.k = b.k",
+        MERGE_ON,
         (0, 2),
         (2, 2),
     ),
@@ -423,6 +452,19 @@ SORTED = {
 @pytest.mark.parametrize("case", list(SORTED))
 def test_sorted_package_tables_skip_the_sort(spark, tables, case):
     assert_exchanges_and_sorts(spark, tables, *SORTED[case])
+
+
+def test_a_buckets_files_are_merged_only_where_an_order_is_asked(spark, tables):
+    """A merge gives up the scan's columnar batches: a plain read or a hash
+    aggregation of a sorted table across partitions reads it as stock Spark does."""
+    with extension_on(spark):
+        scan = plans.executed_plan(spark, f"select k, v from {tables}.h8s", **MERGE_ON)
+        grouped = plans.executed_plan(spark, f"select k, count(*) from {tables}.h8s group by k", **MERGE_ON)
+        joined = plans.executed_plan(
+            spark, f"select a.v from {tables}.h8s a join {tables}.h8s b on a.k = b.k", **MERGE_ON
+        )
+    assert "MergedSortedBuckets" not in scan and "MergedSortedBuckets" not in grouped, (scan, grouped)
+    assert joined.count("MergedSortedBuckets") == 2, joined
 
 
 def assert_exchanges_and_sorts(spark, tables: str, template: str, conf: dict, on: tuple, off: tuple) -> None:
@@ -544,8 +586,14 @@ def test_bucket_counts_past_the_coalescing_ratio(spark, tables, case):
 # read bucketed by v2's placement, never joined with v1's or Spark's without
 # a shuffle. (query, settings, (Exchanges, Sorts) on, (Exchanges, Sorts) off).
 HIVE_V2 = {
+    # v8 is sorted by k in three partitions (merged, where merging is on); v8b is not sorted.
     "v2 join v2": ("select a.v, b.v from {t}.v8 a join {t}.v8b b on a.k = b.k", {}, (0, 2), (2, 2)),
-    "v2 full join v2": ("select a.v, b.v from {t}.v8 a full join {t}.v8b b on a.k = b.k", {}, (0, 2), (2, 2)),
+    "v2 full join v2, merged": (
+        "select a.v, b.v from {t}.v8 a full join {t}.v8b b on a.k = b.k",
+        MERGE_ON,
+        (0, 1),
+        (2, 2),
+    ),
     "v2 one partition each side, sorted by k": (
         "select a.v, b.v from {t}.v8 a join {t}.v8 b on a.k = b.k" + ONE_DAY,
         {},

@@ -2,7 +2,8 @@
 Hive-hash (bucketing v1 and v2), Spark-hash, evolving and plain tables (two- and three-table joins
 of every kind on the bucket columns, on more than them and on others,
 aggregates, windows, unions grouped or joined on the bucket column, counts
-past the coalescing ratio (4 or 8 and 64), filters on partitions, keys and
+past the coalescing ratio (4 or 8 and 64), sorted tables whose buckets span
+several partitions (their files merged), filters on partitions, keys and
 NULLs; negative keys), each answering as the plan with bucketing and the
 extension off.
 
@@ -17,7 +18,8 @@ import re
 
 import pytest
 
-from harness.spark import extension_on
+from harness.spark import extension_on, session_settings
+from spark_bucketing.contracts import MERGED_FILES_SETTING
 from tests.support.extension_tables import (
     EVOLVING,
     HIVE_V2_EVOLVING,
@@ -38,6 +40,8 @@ EVOLVING_SCAN = re.compile(r"FileScan \w+ [\w.]*\.(?:" + "|".join(EVOLVING) + r"
 HIVE_V2 = [n for n, (_, config) in TABLES.items() if config.get("bucketing_version") == 2] + sorted(HIVE_V2_EVOLVING)
 HIVE_V2_SCAN = re.compile(r"FileScan \w+ [\w.]*\.(?:" + "|".join(HIVE_V2) + r")\[.*SelectedBucketsCount")
 # Pairs of v2 tables, each read bucketed: one count, two counts with a common divisor, an evolving one, v1 with v2.
+# Pairs with a table sorted by k across partitions (h8s, v8): a bucket's files merged in place of the Sort.
+SORTED_PAIRS = [("h8s", "h8s"), ("h8s", "h8"), ("v8", "v8b"), ("v8", "v8")]
 HIVE_V2_PAIRS = [("v8", "v8b"), ("v8b", "v4"), ("v4", "v8"), ("evv", "v8b"), ("v8b", "h8b"), ("v8d", "v8b")]
 
 
@@ -115,6 +119,9 @@ def random_query(rng: random.Random, t: str) -> str:
     elif draw < 0.25:
         a, b = rng.choice(HIVE_V2_PAIRS)
         c = rng.choice([n for n in names if n not in (a, b)])
+    elif draw < 0.33:
+        a, b = rng.choice(SORTED_PAIRS)
+        c = rng.choice([n for n in names if n not in (a, b)])
     on = rng.choice(
         [
             "x.k = y.k",
@@ -175,10 +182,11 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
     seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
     print(f"SB_SEED={seed}")
     rng = random.Random(seed)
-    evolving_bucketed = kept = unions = cloned = v2 = 0
+    evolving_bucketed = kept = unions = cloned = v2 = merged = 0
     for i in range(200):
         sql = random_query(rng, tables)
-        with extension_on(spark):
+        # Merging a bucket's sorted files is off by default (the Sort measured faster): on here, to check its answers.
+        with extension_on(spark), session_settings(spark, {MERGED_FILES_SETTING: "16"}):
             # One plan for both: the plan the query starts from, then its answer.
             df = spark.sql(sql)
             executed = df._jdf.queryExecution().executedPlan()
@@ -189,12 +197,15 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
         kept += "BucketsKeptForJoin" in plan
         cloned += "ClonedBuckets" in plan
         v2 += bool(HIVE_V2_SCAN.search(plan))
+        merged += "MergedSortedBuckets" in plan
         assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"
     print(
         f"{evolving_bucketed} of 200 queries read an evolving table bucketed, {kept} kept a join on more keys,"
         f" {unions} kept a union's placement, {cloned} read a smaller side once per bucket of the larger,"
-        f" {v2} read a Hive v2 table bucketed"
+        f" {v2} read a Hive v2 table bucketed, {merged} merged a bucket's sorted files"
     )
+    # A sorted table across partitions joined or aggregated on k (one pair in twelve from SORTED_PAIRS).
+    assert merged >= 5, f"SB_SEED={seed}: {merged} queries merged a bucket's sorted files"
     # A v2 table among the sides (one pair in ten drawn from HIVE_V2_PAIRS), read bucketed.
     assert v2 >= 10, f"SB_SEED={seed}: {v2} queries read a Hive v2 table bucketed"
     # Counts past the coalescing ratio joined on the bucket columns: about one query in fifteen.

@@ -50,6 +50,10 @@ FOLDER_READ_FUNCTION = "spark_bucketing_folder"
 #: ... and every partition's record of a table in metadata format 2.
 PARTITION_RECORDS_FUNCTION = "spark_bucketing_records"
 
+#: The most files of one bucket the extension merges in `sorted_by` order in place of a Sort (SortedBuckets); 1: off.
+MERGED_FILES_SETTING = "spark_bucketing.extension.maxMergedFiles"
+MERGED_FILES_DEFAULT = "1"  # off: the Sort measured faster (docs/benchmarks.md)
+
 #: The SQL function the extension adds: Hive's bucketing v2 hash of its arguments (HiveHashV2).
 HIVE_HASH_V2_FUNCTION = "spark_bucketing_hive_hash_v2"
 

@@ -10,6 +10,8 @@ and the findings in query order."""
 
 from __future__ import annotations
 
+import re
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
@@ -22,10 +24,15 @@ from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.relations import Catalog
 from spark_bucketing.checker.scans import scan_outputs
 
+# input_file_name() and its kin: the extension merges no bucket's files in a plan that asks for them.
+_FILE_NAMES = re.compile(r"\binput_file_(?:name|block_start|block_length)\s*\(", re.IGNORECASE)
+
 
 def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = None) -> list[Finding]:
     """Findings for one compiled query, in query order."""
     settings = settings or EngineSettings()
+    if _FILE_NAMES.search(sql):
+        settings = settings.without_merged_files()
     qualified = _qualified(sql, catalog)
     if isinstance(qualified, Finding):
         return [qualified]

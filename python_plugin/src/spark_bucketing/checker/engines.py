@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from spark_bucketing.contracts import (
     CLONE_RATIO_DEFAULT,
     CLONE_RATIO_SETTING,
+    MERGED_FILES_DEFAULT,
+    MERGED_FILES_SETTING,
     SORT_ORDERING_SETTING,
     SUPERSET_KEYS_SWITCH,
 )
@@ -53,6 +55,7 @@ SESSION_KEYS = (
     SWITCH,
     SUPERSET_KEYS_SWITCH,
     CLONE_RATIO_SETTING,
+    MERGED_FILES_SETTING,
     "spark.sql.sources.bucketing.enabled",
     "spark.sql.adaptive.enabled",
     "spark.sql.bucketing.coalesceBucketsInJoin.enabled",
@@ -125,6 +128,16 @@ class EngineSettings:
     def max_clone_ratio(self) -> int:
         """The largest ratio of two counts the extension joins at the larger (CloneBucketsInJoins)."""
         return int(self._get(CLONE_RATIO_SETTING, CLONE_RATIO_DEFAULT))
+
+    @property
+    def max_merged_files(self) -> int:
+        """The most files of a bucket the extension merges in place of a Sort (SortedBuckets)."""
+        return int(self._get(MERGED_FILES_SETTING, MERGED_FILES_DEFAULT))
+
+    def without_merged_files(self) -> EngineSettings:
+        """These settings with merging off, as the extension plans a query that
+        asks which file a row came from (input_file_name())."""
+        return EngineSettings(self.engine, {**self.conf, MERGED_FILES_SETTING: "1"})
 
     @property
     def sorted_scan_output(self) -> bool:

@@ -83,10 +83,13 @@ class Part:
     num: int
     bucketed: bool
     spec: BucketSpec | None = None
-    # The order a bucketed scan returns rows in when each selected bucket is
-    # one file (Spark's `sorted_by` output ordering), in the block's column ids.
-    # None when the files are not known.
+    # The order each bucket file of a bucketed scan holds its rows in (its
+    # `sorted_by`), in the block's column ids; the scan returns them in it when
+    # each selected bucket is one file. None when the files are not known.
     sorted: tuple | None = None
+    # How many files each bucket of such a scan spans (one per partition it
+    # selects): past one, the order holds only where the extension merges them.
+    sorted_files: int = 1
     # The hash rows are placed by: a shuffle's or a Spark-hash scan's "spark";
     # "hive" (or "hive v2", BucketSpec.family) for a Hive-hash scan the
     # extension reads bucketed, and for a side shuffled to match one.

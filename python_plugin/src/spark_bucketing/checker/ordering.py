@@ -15,21 +15,20 @@ from spark_bucketing.metadata import BucketSpec, PartitionRecord
 SETTING = SORT_ORDERING_SETTING
 
 
-def scan_order(info: RelationInfo, spec: BucketSpec, read: list[PartitionRecord], alias: str) -> tuple | None:
-    """The (alias, column) order a scan returns rows in, () for none, None
-    when the files are not known (no partition records)."""
+def scan_order(
+    info: RelationInfo, spec: BucketSpec, read: list[PartitionRecord], alias: str
+) -> tuple[tuple | None, int]:
+    """The (alias, column) order each bucket's files hold rows in (() for
+    none, None when the files are not known: no partition records), and how
+    many files a bucket spans: one per selected partition."""
     if not info.partitions:
-        return None
+        return None, 1
     if not spec.sorted_by:
-        return ()
-    # Each selected partition adds a file to every bucket: one partition at most.
+        return (), 1
     records = read if info.partition_by else info.partitions
-    if len(records) != 1:
-        return ()
-    record = records[0]
-    if record.spec.key() != spec.key() or record.files > spec.buckets:
-        return ()
-    return tuple((alias, c.lower()) for c in spec.sorted_by)
+    if not records or any(r.spec.key() != spec.key() or r.files > spec.buckets for r in records):
+        return (), 1
+    return tuple((alias, c.lower()) for c in spec.sorted_by), len(records)
 
 
 def required_order(part: Part, keys: list) -> tuple:
@@ -54,6 +53,9 @@ def sort_state(part: Part | None, keys: list, shuffled: bool, settings: EngineSe
         # Read in fewer tasks than buckets (coalesced), a task holds several sorted buckets. Read in
         # more (the extension's cloned read), a task holds part of one bucket, in its order.
         return "needed"
-    # The extension states the order of a package table's scan (SortedBuckets), under adaptive execution.
+    # The extension states the order of a package table's scan (SortedBuckets), under adaptive execution,
+    # and merges a bucket's files (one per partition) up to its limit.
     by_extension = settings.extension and settings.adaptive and part.package
+    if part.sorted_files > 1:
+        return "skipped" if by_extension and part.sorted_files <= settings.max_merged_files else "needed"
     return "skipped" if settings.sorted_scan_output or by_extension else "skippable"

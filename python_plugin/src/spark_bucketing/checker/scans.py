@@ -52,12 +52,14 @@ def scan_output(source: Source, block: Block, catalog: Catalog, settings: Engine
         reasons = list(reasons) + _evolution_reasons(info, read)
     part = None
     if ok:
+        order, files = scan_order(info, spec, read, alias)
         part = Part(
             options=[tuple((alias, c.lower()) for c in spec.clustered_by)],
             num=spec.buckets,
             bucketed=True,
             spec=spec,
-            sorted=scan_order(info, spec, read, alias),
+            sorted=order,
+            sorted_files=files,
             hash=spec.family,
             scan=True,
             package=info.built_by_package,

@@ -17,6 +17,10 @@ object Contracts {
   val CloneRatioSetting = "spark_bucketing.extension.maxCloneRatio"
   /** Its default. */
   val CloneRatioDefault = "16"
+  /** The most files of one bucket a task reads side by side and merges in `sorted_by` order (SortedBuckets); 1: off. */
+  val MergedFilesSetting = "spark_bucketing.extension.maxMergedFiles"
+  /** Its default: off, the Sort measured faster (docs/benchmarks.md). */
+  val MergedFilesDefault = "1"
   /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */

@@ -49,11 +49,18 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
         vars_ = {**base, "days": [1, 2, 3, 4, 8, 9], "tag": 1}
         statements = [statement_body(s) for s in run_statements(dbt_project, name, vars_)]
         expected.apply(spark, vars_)
+    # One statement moves the four replaced partitions, adds the two new ones
+    # and then records all six (format 1's records in the table's properties).
     (batch,) = [s for s in statements if s.lower().startswith(contracts.SWITCH_STATEMENT)]
-    assert len(json.loads(re.search(r"locations '(.*)'$", batch, re.S).group(1))) == 4
+    payload = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", batch, re.S).group(1)))
+    moved = [m for m in payload["moves"] if not m["create"]]
+    added = [m for m in payload["moves"] if m["create"]]
+    assert sorted(m["spec"]["day"] for m in moved) == [f"2024-01-0{d}" for d in (2, 3, 4, 5)]
+    assert sorted(m["spec"]["day"] for m in added) == ["2024-01-09", "2024-01-10"]
+    assert all("/_bucketing/" in m["location"] for m in payload["moves"])
+    assert len([k for k in payload["table_properties_after"] if k.startswith(contracts.PARTITION_KEY_PREFIX)]) == 6
     assert not [s for s in statements if re.search(r"\) set location ", s)]
-    (added,) = [s for s in statements if re.match(r"alter table \S+ add partition", s)]
-    assert added.count("partition (`day`") == 2
+    assert not [s for s in statements if re.match(r"alter table \S+ (add partition|set tblproperties)", s)]
     # The four replaced folders are deleted by one statement, not the scratch table's three.
     (deleted,) = [s for s in statements if s.lower().startswith(contracts.DELETE_STATEMENT)]
     assert len(json.loads(re.search(r"locations '(.*)'$", deleted, re.S).group(1))) == 4

@@ -94,6 +94,11 @@ def test_hive_hash_v2_function_agrees():
     assert _macro_return_string("hive_hash_v2_function") == contracts.HIVE_HASH_V2_FUNCTION
 
 
+def test_hive_writer_hash_function_agrees():
+    assert _scala_vals()["HiveWriterHashFunction"] == contracts.HIVE_WRITER_HASH_FUNCTION
+    assert _macro_return_string("hive_writer_hash_function") == contracts.HIVE_WRITER_HASH_FUNCTION
+
+
 NAMES = [
     ("part-00000-1b2c-4d5e_00003.c000.snappy.parquet", 3),  # a datasource table's
     ("00003_0_part-00000-1b2c-4d5e_00003.c000.snappy.parquet", 3),  # a Hive table's, written by Spark
@@ -128,6 +133,7 @@ SHARED_LITERALS = [
     contracts.MERGED_FILES_SETTING,
     contracts.EXTENSION_CLASS,
     contracts.HIVE_HASH_V2_FUNCTION,
+    contracts.HIVE_WRITER_HASH_FUNCTION,
 ]
 
 

@@ -169,22 +169,23 @@ def test_layout_check_rejects_a_broken_write_and_keeps_the_old_table(spark, dbt_
     assert not _exists(spark, schema, f"{name}__dbt_tmp")
 
 
+@pytest.mark.parametrize("family", ["hive", "spark"])
 def test_with_the_extension_the_check_rejects_a_broken_write_of_a_bucketed_folder(
-    spark, dbt_project, broken_writer_project
+    spark, dbt_project, broken_writer_project, family
 ):
-    """With the session extension, a Spark-hash incremental run writes its
-    partitions into a folder with no catalog entry, and the check takes each
-    file's rows from its footer: it still finds the extra files of a writer
-    that does not distribute, and the run publishes nothing and leaves no
-    side entry and no written folder."""
+    """With the session extension, an incremental run of either hash family
+    writes its partitions into a folder with no catalog entry, and the check
+    takes each file's rows from its footer: it still finds the extra files of
+    a writer that does not distribute, and the run publishes nothing and
+    leaves no side entry and no written folder."""
     schema = dbt_project.schema
-    name = "untracked_checked"
+    name = f"untracked_checked_{family}"
     config = {
         "materialized": "bucketed_incremental",
         "clustered_by": "k",
         "buckets": 8,
         "partition_by": "p",
-        "bucket_hash": "spark",
+        "bucket_hash": family,
         "incremental_strategy": "insert_overwrite",
     }
     # The partition column last: the broken writer inserts the model's columns as they are.
@@ -207,3 +208,79 @@ def test_with_the_extension_the_check_rejects_a_broken_write_of_a_bucketed_folde
     assert not _exists(spark, schema, f"{name}__dbt_incr")
     runs = table_location(spark, f"{schema}.{name}") / "_bucketing"
     assert not runs.exists() or not [p for p in runs.iterdir() if list(p.rglob("*.parquet"))]
+
+
+@pytest.fixture(scope="module")
+def disagreeing_hash_project(spark, tmp_path_factory, dbt_project):
+    """A project whose Hive hash function (register_hash_functions, through
+    adapter.dispatch) is not Hive's: abs() of the key, which agrees with
+    Hive's hash of an int on keys >= 0 only."""
+    project = DbtProject(
+        tmp_path_factory.mktemp("disagreeing"),
+        schema=dbt_project.schema,
+        package_dir=dbt_project.package_dir,
+        name="sb_disagreeing",
+        project_overrides={
+            "dispatch": [{"macro_namespace": "spark_bucketing", "search_order": ["sb_disagreeing", "spark_bucketing"]}]
+        },
+    )
+    project.setup()
+    project.write_file(
+        "macros/not_hives_hash.sql",
+        """
+        {% macro spark__register_hash_functions() %}
+          {% call statement('not_hives_hash', auto_begin=false) %}
+            create or replace temporary function spark_bucketing_hive_hash
+            as 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFAbs'
+          {% endcall %}
+        {% endmacro %}
+        """,
+    )
+    return project
+
+
+def test_with_the_extension_a_hive_write_checks_every_row_against_hives_hash(
+    spark, dbt_project, disagreeing_hash_project
+):
+    """A Hive-hash run through the extension's folder write checks, row by
+    row as it writes, that Spark's Hive writer puts each row in the bucket
+    Hive's own hash function gives it (the check that would otherwise read
+    the written rows again). A hash function that disagrees on some rows
+    fails the write with the row's key and both buckets, and nothing is
+    published; rows on which they agree are written and pass."""
+    schema = dbt_project.schema
+    name = "hive_rows_checked"
+    config = {
+        "materialized": "bucketed_incremental",
+        "clustered_by": "k",
+        "buckets": 8,
+        "partition_by": "p",
+        "bucket_hash": "hive",
+        "incremental_strategy": "insert_overwrite",
+    }
+    sql = "select cast(id as int) - {low} as k, id as v, cast(id % 3 as string) as p from range(0, 300, 1, 2)"
+    dbt_project.write_model(name, sql.format(low=0), config)
+    dbt_project.run(name)
+    before = sorted(spark.table(f"{schema}.{name}").collect())
+
+    # Keys >= 0: abs() is Hive's hash there, so the run passes the row check.
+    disagreeing_hash_project.write_model(name, sql.format(low=0).replace("id as v", "id + 1 as v"), config)
+    statements: list[str] = []
+    with extension_on(spark):
+        disagreeing_hash_project.dbt("run", "--select", name, statements=statements)
+    (write,) = [s for s in statements if contracts.WRITE_FOLDER_STATEMENT in s.lower()]
+    assert f"{contracts.HIVE_WRITER_HASH_FUNCTION}(" in write and "raise_error(" in write
+    assert not [s for s in statements if f"{name}__dbt_incr" in s and "drop table" not in s.lower()]
+    after = sorted(spark.table(f"{schema}.{name}").collect())
+    assert [r.v for r in after] == [r.v + 1 for r in before]
+    assert check_layout(spark, f"{schema}.{name}").misplaced_rows == 0
+
+    # Negative keys: abs() places them elsewhere than Spark's Hive writer does.
+    disagreeing_hash_project.write_model(name, sql.format(low=150), config)
+    with extension_on(spark):
+        result = disagreeing_hash_project.dbt("run", "--select", name)
+    message = node_messages(result)[name]
+    assert f"model.sb_disagreeing.{name}: a row with (k) = (-" in message
+    assert "by Hive's own hash but Spark's Hive writer would put it in bucket" in message
+    assert sorted(spark.table(f"{schema}.{name}").collect()) == after
+    assert not _exists(spark, schema, f"{name}__dbt_incr")

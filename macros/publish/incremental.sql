@@ -2,7 +2,7 @@
     tables, spec rebuilds) or its partitions, then one cleanup. -#}
 
 {% macro publish_incremental(rels, run, plan) %}
-  {%- set published = {'obsolete': [], 'batched': false} -%}
+  {%- set published = {'obsolete': []} -%}
   {%- if plan.whole -%}
     {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, plan.content, run.existing, run.info, plan.accounting) -%}
   {%- else -%}

@@ -34,14 +34,12 @@
 
 {% macro write_partitions(rels, spec, columns, plan, location, extension) %}
   {#- Writes the plan's rows under `location`: into a bucketed folder with
-      no catalog entry where the session extension can (writes_folders),
-      else through the side table rels.incr. Returns what was written:
+      no catalog entry where the session extension can (writes_folders,
+      write_bucketed_folder), else through the side table rels.incr. Returns what was written:
       {'relation': the side table or none, 'folder': the folder's
       description or none}. -#}
   {%- if spark_bucketing.writes_folders(spec, extension) -%}
-    {%- set folder = spark_bucketing.folder_description(location, spec.file_format, columns, spec.partition_by,
-        spec.clustered_by, spec.sorted_by or [], spec.buckets) -%}
-    {%- do spark_bucketing.write_folder(folder, spark_bucketing.bucketed_write_sql(spec, columns, plan.content, plan.bucketed_rows)) -%}
+    {%- set folder = spark_bucketing.write_bucketed_folder(spec, columns, plan.content, location, plan.bucketed_rows) -%}
     {{ return({'relation': none, 'folder': folder}) }}
   {%- endif -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows) -%}
@@ -155,8 +153,7 @@
   {#- `plan`: a strategy's plan (strategies/); `extension`: whether the
       session extension is active (extension_active). Returns {'obsolete': the
       replaced folders inside the table's folder, for the caller to delete
-      once everything is published, 'batched': whether the switch went
-      through the session extension}. -#}
+      once everything is published}. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
   {%- set written = spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
   {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
@@ -175,10 +172,14 @@
       {%- set meta = spark_bucketing.read_metadata(rels.target) -%}
       {%- do spark_bucketing.records_to_properties(rels.target, meta.partitions) -%}
     {%- endif -%}
-    {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog, scope.batched) -%}
     {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
-    {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
-    {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied) -%}
+    {%- if extension -%}
+      {%- set left = spark_bucketing.switch_in_one_statement(rels.target, checked.stats, scope.catalog, scope.emptied, written_props) -%}
+    {%- else -%}
+      {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog) -%}
+      {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
+      {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied) -%}
+    {%- endif -%}
     {%- set published = spark_bucketing.published_state(meta, scope, checked.stats, written_props, declared) -%}
   {%- endif -%}
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
@@ -189,5 +190,5 @@
       if folder and spark_bucketing.is_under(folder, info.location) -%}
     {%- do obsolete.append(folder) -%}
   {%- endfor -%}
-  {{ return({'obsolete': obsolete, 'batched': scope.batched}) }}
+  {{ return({'obsolete': obsolete}) }}
 {% endmacro %}

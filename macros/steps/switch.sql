@@ -32,35 +32,44 @@
   {{ return(statements) }}
 {% endmacro %}
 
-{% macro batched_switch_sql(target, replaced) %}
-  {#- The session extension's one statement for all the `replaced`
-      partitions: one metastore call, applied in one transaction. It
-      returns each partition's previous folder. -#}
-  {%- set moves = [] -%}
-  {%- for s in replaced -%}{%- do moves.append({'spec': s['values'], 'location': s.location}) -%}{%- endfor -%}
-  {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(moves))) }}
-{% endmacro %}
-
-{% macro switch_partitions(target, stats, catalog, batched=false) %}
-  {#- Points the table's partitions at their new, verified folders: the
-      replaced ones (with `batched`, through the extension's one statement),
-      then the new ones, added 100 per statement. Returns, with `batched`,
-      the folders the replaced partitions were in; else none. -#}
+{% macro switch_partitions(target, stats, catalog) %}
+  {#- Points the table's partitions at their new, verified folders with
+      Spark SQL's statements: the replaced ones one statement each, then
+      the new ones, added 100 per statement. (With the session extension,
+      switch_in_one_statement.) -#}
   {%- set replaced = stats | selectattr('path', 'in', catalog) | list -%}
   {%- set added = [] -%}
   {%- for s in stats | rejectattr('path', 'in', catalog) -%}{%- do added.append((s['values'], s.location)) -%}{%- endfor -%}
-  {%- set statements = [] if batched else spark_bucketing.set_location_statements(target, replaced) -%}
+  {%- set statements = spark_bucketing.set_location_statements(target, replaced) -%}
   {%- do statements.extend(spark_bucketing.add_partition_statements(target, added)) -%}
-  {%- set left = none -%}
-  {%- if batched -%}
-    {%- set left = run_query(spark_bucketing.batched_switch_sql(target, replaced)).columns[0].values() | list -%}
-    {%- do spark_bucketing.checkpoint('mid_switch') -%}
-  {%- endif -%}
   {%- for sql in statements -%}
     {%- call statement('spark_bucketing_switch_partition') -%}{{ sql }}{%- endcall -%}
-    {%- if loop.first and not batched -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
+    {%- if loop.first -%}{%- do spark_bucketing.checkpoint('mid_switch') -%}{%- endif -%}
   {%- endfor -%}
-  {{ return(left) }}
+{% endmacro %}
+
+{% macro switch_and_record_sql(target, moves, properties) %}
+  {#- The extension's switch with format 1's records: `moves` [{'spec',
+      'location', 'create', 'drop'}], then `properties` set on the table
+      once every partition has moved. -#}
+  {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations '
+      ~ spark_bucketing.sql_string(tojson({'moves': moves, 'table_properties_after': properties}))) }}
+{% endmacro %}
+
+{% macro switch_in_one_statement(target, stats, catalog, emptied, properties) %}
+  {#- Through the session extension, everything switch_partitions,
+      set_properties and drop_partitions do, in one statement: the replaced
+      partitions moved to their new folders (one metastore transaction),
+      the new ones added, the `emptied` ({path: values}) dropped, then the
+      table's `properties` (format 1's records) set. Returns the folders
+      the replaced partitions were in. -#}
+  {%- set moves = [] -%}
+  {%- for s in stats -%}{%- do moves.append({'spec': s['values'], 'location': s.location, 'create': s.path not in catalog}) -%}{%- endfor -%}
+  {%- for values in emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
+  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, moves, properties)) -%}
+  {%- do spark_bucketing.checkpoint('mid_switch') -%}
+  {#- The rows follow the moves; an emptied partition's folder is listed by the check. -#}
+  {{ return(zip(moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop') | map(attribute='1') | list) }}
 {% endmacro %}
 
 {% macro drop_partitions(target, partitions) %}

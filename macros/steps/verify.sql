@@ -9,7 +9,7 @@
   {%- do spark_bucketing.model_error(message) -%}
 {% endmacro %}
 
-{% macro check_recomputes_buckets(spec) %}
+{% macro check_recomputes_buckets(spec, folder) %}
   {#- Whether the check of a new write recomputes each row's bucket, or
       checks the files' structure only (names, one file per bucket per
       partition, row counts). Spark's writer computes each row's bucket and
@@ -17,9 +17,11 @@
       hash, the bucket it computes is the reader's by definition (one
       Murmur3 expression), so only the structure can break and recomputing
       would check Spark against itself. For the Hive hash, recomputing with
-      Hive's own function checks Spark's against Hive's. verify_layout='rows'
-      recomputes for both. -#}
-  {{ return(spec.bucket_hash == 'hive' or spec.verify_layout == 'rows') }}
+      Hive's own function checks Spark's against Hive's: a Hive v1 `folder`
+      (write_bucketed_folder) had each row checked so as it was written,
+      a side table's write has not. verify_layout='rows' recomputes for
+      every write. -#}
+  {{ return(spec.verify_layout == 'rows' or (spec.bucket_hash == 'hive' and not folder)) }}
 {% endmacro %}
 
 {% macro check_reads(spec, folder) %}
@@ -30,7 +32,7 @@
       the footers while the query is planned, no Spark job), or counted by a
       scan that reads no data column (a job: about 1.3 s of a one-day run
       in a fresh JVM). -#}
-  {%- if spark_bucketing.check_recomputes_buckets(spec) -%}{{ return('rows') }}{%- endif -%}
+  {%- if spark_bucketing.check_recomputes_buckets(spec, folder) -%}{{ return('rows') }}{%- endif -%}
   {{ return('footers' if folder else 'files') }}
 {% endmacro %}
 
@@ -54,7 +56,10 @@
     {%- set new_rows, listed = spark_bucketing.split_other(run_query(spark_bucketing.with_folders_sql(listing, spec.partition_by | length))) -%}
     {{ return({'stats': spark_bucketing.folder_stats(new_rows, spec.partition_by), 'other': spark_bucketing.folder_stats(listed, spec.partition_by)}) }}
   {%- endif -%}
-  {%- set checked = spark_bucketing.checked_stats(source, spec, other, spark_bucketing.check_reads(spec, written.folder is not none)) -%}
+  {%- set reads = spark_bucketing.check_reads(spec, written.folder is not none) -%}
+  {#- A folder's rows are read through the extension's table function. -#}
+  {%- set source = spark_bucketing.folder_source(written.folder) if written.folder is not none and reads == 'rows' else source -%}
+  {%- set checked = spark_bucketing.checked_stats(source, spec, other, reads) -%}
   {%- if checked.problems > 0 -%}
     {%- set more = checked.problems - checked.lines | length -%}
     {%- do spark_bucketing.discard(written, location, rels,

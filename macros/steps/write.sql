@@ -22,39 +22,76 @@
 {% macro writes_folders(spec, extension) %}
   {#- Whether a run writes its partitions through the session extension
       (`extension`: extension_active) into a bucketed folder with no catalog
-      entry (write_folder), rather than through a side table: a partitioned
-      Spark-hash table (the Hive hash is written by Spark's Hive writer,
-      which needs a Hive table). -#}
-  {{ return(extension and spec.partition_by | length > 0 and spec.bucket_hash != 'hive') }}
+      entry (write_bucketed_folder), rather than through a side table: a
+      partitioned table of Spark's hash or Hive's v1 (a v2 table's folder
+      write is followed by a side entry over it, build_bucketed_relation). -#}
+  {{ return(extension and spec.partition_by | length > 0 and spec.get('bucketing_version', 1) == 1) }}
 {% endmacro %}
 
-{% macro folder_description(location, file_format, columns, partition_by, clustered_by=[], sorted_by=[], buckets=0, hive_v2=false) %}
+{% macro folder_description(location, file_format, columns, partition_by, clustered_by=[], sorted_by=[], buckets=0, hive_version=none) %}
   {#- A folder described as a table would be, for the session extension's
       folder statement and functions: {location, format, columns: [[name,
       type]] in table order (partition columns last), partition_by,
       clustered_by, sorted_by, buckets (0: unbucketed)}, and
-      bucketing_version 2 where `hive_v2` (Hive's v2 hash, Hive's file
-      names; else Spark's hash). -#}
+      bucketing_version where `hive_version` (1 or 2: Hive's hash of that
+      version, Hive's file names; else Spark's hash). -#}
   {%- set pairs = [] -%}
   {%- for name in spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
     {%- do pairs.append([name, columns[name]]) -%}
   {%- endfor -%}
   {%- set folder = {'location': location, 'format': file_format, 'columns': pairs, 'partition_by': partition_by,
                     'clustered_by': clustered_by, 'sorted_by': sorted_by, 'buckets': buckets} -%}
-  {%- if hive_v2 -%}{%- do folder.update({'bucketing_version': 2}) -%}{%- endif -%}
+  {%- if hive_version is not none -%}{%- do folder.update({'bucketing_version': hive_version}) -%}{%- endif -%}
   {{ return(folder) }}
 {% endmacro %}
 
-{% macro write_hive_v2_folder(spec, columns, sql, location, bucketed_rows) %}
-  {#- Writes a Hive v2 table's rows into `location` through the session
-      extension (Spark's Hive writer places rows by v1): the same files,
-      names and sort Spark's writer gives a Hive table, the rows placed by
-      v2. Names in lower case, as the Hive table declares them. -#}
+{% macro bucketed_folder(spec, columns, location) %}
+  {#- The description (folder_description) of a folder holding `spec`'s
+      buckets. A Hive-hash one is named in lower case, as the Hive table
+      declares its columns. -#}
+  {%- if spec.bucket_hash != 'hive' -%}
+    {{ return(spark_bucketing.folder_description(location, spec.file_format, columns, spec.partition_by,
+        spec.clustered_by, spec.sorted_by or [], spec.buckets)) }}
+  {%- endif -%}
   {%- set lowered = {} -%}
   {%- for name, data_type in columns.items() -%}{%- do lowered.update({name | lower: data_type}) -%}{%- endfor -%}
-  {%- set folder = spark_bucketing.folder_description(location, spec.file_format, lowered, spec.partition_by | map('lower') | list,
-      spec.clustered_by | map('lower') | list, (spec.sorted_by or []) | map('lower') | list, spec.buckets, hive_v2=true) -%}
-  {%- do spark_bucketing.write_folder(folder, spark_bucketing.bucketed_write_sql(spec, columns, sql, bucketed_rows)) -%}
+  {{ return(spark_bucketing.folder_description(location, spec.file_format, lowered, spec.partition_by | map('lower') | list,
+      spec.clustered_by | map('lower') | list, (spec.sorted_by or []) | map('lower') | list, spec.buckets,
+      hive_version=spec.get('bucketing_version', 1))) }}
+{% endmacro %}
+
+{% macro hive_rows_checked_sql(spec, sql) -%}
+  {#- The rows of `sql`, each checked as it is written: Spark's writer puts
+      a row of a Hive v1 table in the bucket of Spark's own Hive hash, and
+      the write fails, before anything is published, on a row for which Hive's
+      own hash function (bucket_id_expr) gives another bucket. The check that
+      would otherwise read every written row again. -#}
+  {%- set cols = spark_bucketing.quoted(spec.clustered_by) -%}
+  {%- set hive = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, 'hive', 1) -%}
+  {%- set writer = '((' ~ spark_bucketing.hive_writer_hash_function() ~ '(' ~ (cols | join(', ')) ~ ') & 2147483647) % ' ~ spec.buckets ~ ')' -%}
+  {%- set keys -%}concat_ws(', '{% for c in cols %}, cast({{ c }} as string){% endfor %}){%- endset -%}
+  select * from ({{ sql }}) as __sb_checked
+  where case when {{ hive }} = {{ writer }} then true
+        else raise_error(concat({{ spark_bucketing.sql_string('spark_bucketing: model ' ~ model.unique_id ~ ': a row with ('
+            ~ (spec.clustered_by | join(', ')) ~ ') = (') }}, {{ keys }}, ') is in bucket ', cast({{ hive }} as string),
+            {{ spark_bucketing.sql_string(" by Hive's own hash but Spark's Hive writer would put it in bucket ") }}, cast({{ writer }} as string),
+            {{ spark_bucketing.sql_string("; nothing was published. Fix: bucket on columns of another type, or set bucket_hash='spark'") }})) end
+{%- endmacro %}
+
+{% macro write_bucketed_folder(spec, columns, sql, location, bucketed_rows) %}
+  {#- Writes the rows of `sql` as `spec`'s buckets into the new folder
+      `location` through the session extension (write_folder): the files,
+      names and sort Spark's writer gives a table of that spec. Hive's v1
+      rows are checked against Hive's own hash as they are written
+      (hive_rows_checked_sql); Hive's v2 rows are placed by v2, which
+      Spark's Hive writer cannot do. Returns the folder's description. -#}
+  {%- set folder = spark_bucketing.bucketed_folder(spec, columns, location) -%}
+  {%- set rows_sql = spark_bucketing.bucketed_write_sql(spec, columns, sql, bucketed_rows) -%}
+  {%- if folder.get('bucketing_version') == 1 -%}
+    {%- do spark_bucketing.register_hash_functions() -%}
+    {%- set rows_sql = spark_bucketing.hive_rows_checked_sql(spec, rows_sql) -%}
+  {%- endif -%}
+  {{ return(spark_bucketing.write_folder(folder, rows_sql)) }}
 {% endmacro %}
 
 {% macro write_folder(folder, sql, statement_name='main') %}
@@ -84,7 +121,7 @@
       written as they are, without the routed shuffle. -#}
   {%- if spec.get('bucketing_version', 1) == 2 -%}
     {#- The files first: the new table then finds its partitions in them (one listing of the new folder). -#}
-    {%- do spark_bucketing.write_hive_v2_folder(spec, columns, sql, location, bucketed_rows) -%}
+    {%- do spark_bucketing.write_bucketed_folder(spec, columns, sql, location, bucketed_rows) -%}
     {%- do spark_bucketing.checkpoint('v2_after_folder_write') -%}
     {%- call statement('spark_bucketing_create') -%}
       {{ spark_bucketing.create_bucketed_table_sql(relation, spec, columns, location) }}
@@ -122,6 +159,11 @@
   {{ return('spark_bucketing_folder') }}
 {% endmacro %}
 
+{% macro folder_source(folder) %}
+  {#- What a query reads a folder's rows from (`folder`: folder_description). -#}
+  {{ return(spark_bucketing.folder_read_function() ~ '(' ~ spark_bucketing.sql_string(tojson(folder)) ~ ')') }}
+{% endmacro %}
+
 {% macro stage_new_rows(relation, columns, sql, location, partition_by, extension) %}
   {#- Runs the model's query once into `location`, partitioned as the table
       is. The folder is new: INSERT INTO, whatever the session's
@@ -136,7 +178,7 @@
   {%- if extension -%}
     {%- set folder = spark_bucketing.write_folder(spark_bucketing.folder_description(location, 'parquet', columns, partition_by), rows_sql,
         'spark_bucketing_stage_rows') -%}
-    {{ return({'source': spark_bucketing.folder_read_function() ~ '(' ~ spark_bucketing.sql_string(tojson(folder)) ~ ')',
+    {{ return({'source': spark_bucketing.folder_source(folder),
                'relation': none, 'folder': folder}) }}
   {%- endif -%}
   {%- call statement('spark_bucketing_stage') -%}

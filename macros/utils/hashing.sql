@@ -19,6 +19,13 @@
   {{ return('spark_bucketing_hive_hash_v2') }}
 {% endmacro %}
 
+{% macro hive_writer_hash_function() %}
+  {#- The session extension's function: Spark's own Hive v1 hash, the one
+      its writer places a Hive table's rows by; tied to
+      HiveWriterHashFunction in scala/Contracts.scala. -#}
+  {{ return('spark_bucketing_hive_writer_hash') }}
+{% endmacro %}
+
 {% macro register_hash_functions() %}
   {{ return(adapter.dispatch('register_hash_functions', 'spark_bucketing')()) }}
 {% endmacro %}

@@ -11,7 +11,7 @@ import org.apache.spark.sql.{SaveMode, SparkSession}
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, InternalRow}
 import org.apache.spark.sql.catalyst.analysis.TableOutputResolver
 import org.apache.spark.sql.catalyst.catalog.BucketSpec
-import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, BitwiseAnd, BoundReference, Expression, ExpressionInfo, Literal, Pmod, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, BitwiseAnd, BoundReference, Expression, ExpressionInfo, HiveHash, Literal, Pmod, UnsafeProjection}
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project, UnaryNode}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
@@ -30,9 +30,10 @@ import org.apache.spark.sql.types.{DataType, StringType, StructField, StructType
  *     "partition_by": [...], "clustered_by": [...], "sorted_by": [...], "buckets": n,
  *     "bucketing_version": 2}
  *
- *  `bucketing_version` 2 (`hiveVersion`): the buckets are Hive's v2
- *  (HiveHashV2) and the files carry Hive's names as well as Spark's; absent,
- *  Spark's hash.
+ *  `bucketing_version` (`hiveVersion`): 1, the buckets are Hive's v1, as
+ *  Spark's writer places a Hive table's rows (its HiveHash); 2, Hive's v2
+ *  (HiveHashV2). Either way the files carry Hive's names as well as
+ *  Spark's. Absent: Spark's hash.
  */
 case class BucketedFolder(
     location: String,
@@ -75,9 +76,9 @@ object BucketedFolder {
 
   private def hiveVersion(json: JsonNode): Int = Option(json.get("bucketing_version")).map(_.asInt()) match {
     case None => 0
-    case Some(2) => 2
+    case Some(v) if v == 1 || v == 2 => v
     case Some(v) => throw new IllegalArgumentException(
-      s"spark_bucketing: a folder is written with Spark's hash or Hive's bucketing version 2, not bucketing_version $v")
+      s"spark_bucketing: a folder is written with Spark's hash or Hive's bucketing version 1 or 2, not bucketing_version $v")
   }
 
   def parse(json: String): BucketedFolder = parse(new ObjectMapper().readTree(json))
@@ -154,8 +155,25 @@ case class PlanFolderWrites(session: SparkSession) extends Rule[LogicalPlan] {
       catalogTable = None,
       fileIndex = None,
       outputColumnNames = out.map(_.name))
-    if (folder.hiveVersion == 2) HiveV2Write(command, folder.buckets, bucketSpec.get.bucketColumnNames.map(column)) else command
+    folder.hiveVersion match {
+      case 2 => HiveV2Write(command, folder.buckets, bucketSpec.get.bucketColumnNames.map(column))
+      // What Spark's own insert into a Hive table asks of the same writer: HiveHash v1 and Hive's names.
+      case 1 => command.copy(options = command.options + (BucketingUtils.optionForHiveCompatibleBucketWrite -> "true"))
+      case _ => command
+    }
   }
+}
+
+/** Spark's Hive v1 hash (HiveHash), the one its writer places a Hive
+ *  table's rows by, as the SQL function `spark_bucketing_hive_writer_hash`:
+ *  a run that writes Hive v1 buckets through the folder statement checks,
+ *  row by row as it writes, that this gives each row the bucket Hive's own
+ *  hash function (GenericUDFHash) gives it. */
+object HiveWriterHash {
+  val Name = Contracts.HiveWriterHashFunction
+
+  def description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => Expression) =
+    (FunctionIdentifier(Name), new ExpressionInfo(classOf[HiveHash].getName, Name), (args: Seq[Expression]) => HiveHash(args))
 }
 
 /** A write of Hive's bucketing v2, which Spark's writer cannot make (it

@@ -25,6 +25,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectTableFunction(FolderRelation.description)
     extensions.injectTableFunction(TablePartitionRecords.description)
     extensions.injectFunction(HiveHashV2.description)
+    extensions.injectFunction(HiveWriterHash.description)
   }
 }
 

@@ -27,7 +27,8 @@ case class PartitionMove(
  *    SPARK_BUCKETING SWITCH PARTITIONS <table> LOCATIONS '<json>'
  *
  *  where <json> is [{"spec": {column: value}, "location": folder}, ...], or
- *  {"moves": [...], "table_properties": {key: value}} where a move may also
+ *  {"moves": [...], "table_properties": {key: value},
+ *  "table_properties_after": {key: value}} where a move may also
  *  carry "record" (a string), "create": true or "drop": true, and may leave
  *  out "location". Spark SQL's ALTER TABLE .. PARTITION .. SET LOCATION
  *  moves one partition per statement, each its own metastore call. This
@@ -39,9 +40,16 @@ case class PartitionMove(
  *  ADD PARTITION adds them, and those to drop dropped in one dropPartitions
  *  call, as ALTER TABLE .. DROP IF EXISTS PARTITION drops them. Each of
  *  the two is one transaction. `table_properties` are set on the table
- *  before any partition changes. Returns each partition's previous folder
- *  and record (NULL for one it creates or that was not there). */
-case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[PartitionMove], tableProperties: Map[String, String])
+ *  before any partition changes (format 2's summary marked pending),
+ *  `table_properties_after` once they all have (format 1's records of the
+ *  moved partitions: a record never describes files its partition does not
+ *  point at yet). Returns each partition's previous folder and record (NULL
+ *  for one it creates or that was not there). */
+case class SwitchPartitionLocations(
+    table: TableIdentifier,
+    moves: Seq[PartitionMove],
+    tableProperties: Map[String, String],
+    tablePropertiesAfter: Map[String, String] = Map.empty)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
@@ -80,12 +88,15 @@ case class SwitchPartitionLocations(table: TableIdentifier, moves: Seq[Partition
       CatalogTablePartition(spec, meta.storage.copy(locationUri = Some(uri(location))), parameters(Map.empty, move))
     }
     val toDrop = droppedFound.flatten.map(_.spec)
-    if (tableProperties.nonEmpty) catalog.alterTable(meta.copy(properties = meta.properties ++ tableProperties))
+    val before = meta.copy(properties = meta.properties ++ tableProperties)
+    if (tableProperties.nonEmpty) catalog.alterTable(before)
     if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
     if (added.nonEmpty) catalog.createPartitions(meta.identifier, added, ignoreIfExists = false)
     if (toDrop.nonEmpty) {
       catalog.dropPartitions(meta.identifier, toDrop, ignoreIfNotExists = true, purge = false, retainData = false)
     }
+    // Partition changes leave the table's entry as it was: no second read of it.
+    if (tablePropertiesAfter.nonEmpty) catalog.alterTable(before.copy(properties = before.properties ++ tablePropertiesAfter))
     if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty) session.catalog.refreshTable(meta.identifier.quotedString)
     val previous = (existing.map(_._2).zip(found.map(Option(_))) ++ dropped.map(_._2).zip(droppedFound)).toMap
     specs.map(spec => previous.get(spec).flatten match {
@@ -196,8 +207,9 @@ object BucketingStatements {
         PartitionMove(spec, text("location"), text("record"), entry.path("create").asBoolean(false),
           entry.path("drop").asBoolean(false))
       }.toSeq
-      val props = body.path("table_properties").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
-      Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props))
+      def props(key: String) = body.path(key).fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
+      Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props("table_properties"),
+        props("table_properties_after")))
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))

@@ -35,6 +35,8 @@ object Contracts {
   val TableFilesFunction = "spark_bucketing_files"
   /** The SQL function the extension adds: Hive's bucketing v2 hash of its arguments (HiveHashV2). */
   val HiveHashV2Function = "spark_bucketing_hive_hash_v2"
+  /** The SQL function the extension adds: Spark's own Hive v1 hash, the one its writer places rows by (HiveWriterHash). */
+  val HiveWriterHashFunction = "spark_bucketing_hive_writer_hash"
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */
   val SparkBucketFileName = """^(?:(\d+)_0_)?part-.*_(\d+)\.c\d+(?:\..*)?$"""
 }

@@ -124,30 +124,38 @@ def test_bad_config_keeps_existing_table(spark, dbt_project):
     assert spark.table(f"{schema}.guarded").count() == 1000
 
 
+def _overriding_project(tmp_path_factory, dbt_project, name: str, macros: str) -> DbtProject:
+    """A project on the test schema whose `macros` override the package's
+    (through adapter.dispatch: its own namespace is searched first)."""
+    project = DbtProject(
+        tmp_path_factory.mktemp(name),
+        schema=dbt_project.schema,
+        package_dir=dbt_project.package_dir,
+        name=name,
+        project_overrides={
+            "dispatch": [{"macro_namespace": "spark_bucketing", "search_order": [name, "spark_bucketing"]}]
+        },
+    )
+    project.setup()
+    project.write_file("macros/overrides.sql", macros)
+    return project
+
+
 @pytest.fixture(scope="module")
 def broken_writer_project(spark, tmp_path_factory, dbt_project):
     """A project that overrides the package's distribution macro (through
     adapter.dispatch) with one that does not distribute: its writes break the
     layout, which the materialization must catch before the swap."""
-    project = DbtProject(
-        tmp_path_factory.mktemp("broken"),
-        schema=dbt_project.schema,
-        package_dir=dbt_project.package_dir,
-        name="sb_broken",
-        project_overrides={
-            "dispatch": [{"macro_namespace": "spark_bucketing", "search_order": ["sb_broken", "spark_bucketing"]}]
-        },
-    )
-    project.setup()
-    project.write_file(
-        "macros/no_distribution.sql",
+    return _overriding_project(
+        tmp_path_factory,
+        dbt_project,
+        "sb_broken",
         """
         {% macro spark__distributed_select_sql(spec, columns, sql) -%}
           select /*+ REPARTITION(3) */ * from ({{ sql }}) as s
         {%- endmacro %}
         """,
     )
-    return project
 
 
 @pytest.mark.parametrize("family", ["hive", "spark"])
@@ -215,18 +223,10 @@ def disagreeing_hash_project(spark, tmp_path_factory, dbt_project):
     """A project whose Hive hash function (register_hash_functions, through
     adapter.dispatch) is not Hive's: abs() of the key, which agrees with
     Hive's hash of an int on keys >= 0 only."""
-    project = DbtProject(
-        tmp_path_factory.mktemp("disagreeing"),
-        schema=dbt_project.schema,
-        package_dir=dbt_project.package_dir,
-        name="sb_disagreeing",
-        project_overrides={
-            "dispatch": [{"macro_namespace": "spark_bucketing", "search_order": ["sb_disagreeing", "spark_bucketing"]}]
-        },
-    )
-    project.setup()
-    project.write_file(
-        "macros/not_hives_hash.sql",
+    return _overriding_project(
+        tmp_path_factory,
+        dbt_project,
+        "sb_disagreeing",
         """
         {% macro spark__register_hash_functions() %}
           {% call statement('not_hives_hash', auto_begin=false) %}
@@ -236,7 +236,6 @@ def disagreeing_hash_project(spark, tmp_path_factory, dbt_project):
         {% endmacro %}
         """,
     )
-    return project
 
 
 def test_with_the_extension_a_hive_write_checks_every_row_against_hives_hash(

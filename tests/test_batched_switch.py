@@ -49,8 +49,10 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
         vars_ = {**base, "days": [1, 2, 3, 4, 8, 9], "tag": 1}
         statements = [statement_body(s) for s in run_statements(dbt_project, name, vars_)]
         expected.apply(spark, vars_)
-    # One statement moves the four replaced partitions, adds the two new ones
-    # and then records all six (format 1's records in the table's properties).
+    # One statement records the two new partitions, moves the four replaced
+    # ones, adds the two new ones and then records the four (format 1's
+    # records in the table's properties): no partition is listed without a
+    # record, or recorded before it points at the files its record describes.
     (batch,) = [s for s in statements if s.lower().startswith(contracts.SWITCH_STATEMENT)]
     payload = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", batch, re.S).group(1)))
     moved = [m for m in payload["moves"] if not m["create"]]
@@ -58,7 +60,13 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     assert sorted(m["spec"]["day"] for m in moved) == [f"2024-01-0{d}" for d in (2, 3, 4, 5)]
     assert sorted(m["spec"]["day"] for m in added) == ["2024-01-09", "2024-01-10"]
     assert all("/_bucketing/" in m["location"] for m in payload["moves"])
-    assert len([k for k in payload["table_properties_after"] if k.startswith(contracts.PARTITION_KEY_PREFIX)]) == 6
+
+    def recorded(props: dict) -> list[str]:
+        return sorted(k.removeprefix(contracts.PARTITION_KEY_PREFIX + "day=") for k in props)
+
+    assert recorded(payload["table_properties"]) == ["2024-01-09", "2024-01-10"]
+    after = {k: v for k, v in payload["table_properties_after"].items() if k.startswith(contracts.PARTITION_KEY_PREFIX)}
+    assert recorded(after) == [f"2024-01-0{d}" for d in (2, 3, 4, 5)]
     assert not [s for s in statements if re.search(r"\) set location ", s)]
     assert not [s for s in statements if re.match(r"alter table \S+ (add partition|set tblproperties)", s)]
     # The four replaced folders are deleted by one statement, not the scratch table's three.
@@ -80,12 +88,13 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
 
 
 @pytest.mark.parametrize("bucket_hash", ["hive", "spark"])
-@pytest.mark.parametrize("fail_at", ["before_switch", "mid_switch", "before_cleanup"])
+@pytest.mark.parametrize("fail_at", ["before_switch", "inside_switch", "mid_switch", "before_cleanup"])
 def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, fail_at, bucket_hash):
-    """Injected before the batch, between the batch and the added partitions,
-    and after both: every partition holds its old or its new rows, and the
-    next run finishes. With the Spark hash the side entry keeps its
-    partitions in its folders only (untracked)."""
+    """Injected before the batch, inside it (every partition moved or added,
+    their records not yet written), right after it, and before the cleanup:
+    every partition holds its old or its new rows, and the next run
+    finishes. Neither hash family has a side entry: the run's partitions are
+    in its folders only (untracked)."""
     first = {"days": [0, 1, 2], "bucket_hash": bucket_hash}
     then = {"days": [1, 2, 3], "tag": 1, "bucket_hash": bucket_hash}
     with extension_on(spark):

@@ -35,9 +35,9 @@
 {% macro write_partitions(rels, spec, columns, plan, location, extension) %}
   {#- Writes the plan's rows under `location`: into a bucketed folder with
       no catalog entry where the session extension can (writes_folders,
-      write_bucketed_folder), else through the side table rels.incr. Returns what was written:
-      {'relation': the side table or none, 'folder': the folder's
-      description or none}. -#}
+      write_bucketed_folder), else through the side table rels.incr.
+      Returns what was written: {'relation': the side table or none,
+      'folder': the folder's description or none}. -#}
   {%- if spark_bucketing.writes_folders(spec, extension) -%}
     {%- set folder = spark_bucketing.write_bucketed_folder(spec, columns, plan.content, location, plan.bucketed_rows) -%}
     {{ return({'relation': none, 'folder': folder}) }}

@@ -48,25 +48,38 @@
   {%- endfor -%}
 {% endmacro %}
 
-{% macro switch_and_record_sql(target, moves, properties) %}
-  {#- The extension's switch with format 1's records: `moves` [{'spec',
-      'location', 'create', 'drop'}], then `properties` set on the table
-      once every partition has moved. -#}
-  {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations '
-      ~ spark_bucketing.sql_string(tojson({'moves': moves, 'table_properties_after': properties}))) }}
+{% macro switch_and_record_sql(target, moves, before, after) %}
+  {#- The extension's switch with format 1's records: the table properties
+      `before` set first, then `moves` [{'spec', 'location', 'create',
+      'drop'}], then the properties `after` once every partition has moved
+      (the tests' step 'inside_switch' stops it before those). -#}
+  {%- set payload = {'moves': moves, 'table_properties': before, 'table_properties_after': after} -%}
+  {%- if spark_bucketing.injected_failure('inside_switch') -%}{%- do payload.update({'fail_after_moves': true}) -%}{%- endif -%}
+  {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) }}
 {% endmacro %}
 
 {% macro switch_in_one_statement(target, stats, catalog, emptied, properties) %}
   {#- Through the session extension, everything switch_partitions,
-      set_properties and drop_partitions do, in one statement: the replaced
-      partitions moved to their new folders (one metastore transaction),
-      the new ones added, the `emptied` ({path: values}) dropped, then the
-      table's `properties` (format 1's records) set. Returns the folders
-      the replaced partitions were in. -#}
+      set_properties and drop_partitions do, in one statement: the records
+      of the partitions the run adds (a record of a partition not listed
+      yet is read by nobody), the replaced partitions moved to their new
+      folders (one metastore transaction), the new ones added, the
+      `emptied` ({path: values}) dropped, then the rest of the table's
+      `properties` (format 1's metadata): no partition is ever listed
+      without a record, and none has a record of files it does not point
+      at yet. Returns the folders the replaced partitions were in. -#}
   {%- set moves = [] -%}
-  {%- for s in stats -%}{%- do moves.append({'spec': s['values'], 'location': s.location, 'create': s.path not in catalog}) -%}{%- endfor -%}
+  {%- set before = {} -%}
+  {%- for s in stats -%}
+    {%- do moves.append({'spec': s['values'], 'location': s.location, 'create': s.path not in catalog}) -%}
+    {%- if s.path not in catalog -%}
+      {%- set key = spark_bucketing.partition_key(s.path) -%}
+      {%- do before.update({key: properties[key]}) -%}
+    {%- endif -%}
+  {%- endfor -%}
   {%- for values in emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
-  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, moves, properties)) -%}
+  {%- set after = dict(properties.items() | rejectattr('0', 'in', before)) -%}
+  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, moves, before, after)) -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}
   {#- The rows follow the moves; an emptied partition's folder is listed by the check. -#}
   {{ return(zip(moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop') | map(attribute='1') | list) }}

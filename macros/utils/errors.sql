@@ -17,7 +17,13 @@
       here. The variable is read only while the run executes, so a change of
       it does not make dbt parse the whole project again, as a change of
       --vars does. -#}
-  {%- if (var('spark_bucketing_fail_at', none) or env_var('SPARK_BUCKETING_FAIL_AT', '')) == step -%}
+  {%- if spark_bucketing.injected_failure(step) -%}
     {%- do exceptions.raise_compiler_error("spark_bucketing: injected failure at step '" ~ step ~ "'") -%}
   {%- endif -%}
+{% endmacro %}
+
+{% macro injected_failure(step) %}
+  {#- Whether the tests asked the run to stop at `step` (checkpoint); for a
+      step inside one of the extension's statements, the statement is asked. -#}
+  {{ return((var('spark_bucketing_fail_at', none) or env_var('SPARK_BUCKETING_FAIL_AT', '')) == step) }}
 {% endmacro %}

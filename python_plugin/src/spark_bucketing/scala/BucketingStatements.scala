@@ -40,16 +40,19 @@ case class PartitionMove(
  *  ADD PARTITION adds them, and those to drop dropped in one dropPartitions
  *  call, as ALTER TABLE .. DROP IF EXISTS PARTITION drops them. Each of
  *  the two is one transaction. `table_properties` are set on the table
- *  before any partition changes (format 2's summary marked pending),
- *  `table_properties_after` once they all have (format 1's records of the
- *  moved partitions: a record never describes files its partition does not
- *  point at yet). Returns each partition's previous folder and record (NULL
- *  for one it creates or that was not there). */
+ *  before any partition changes (format 2's summary marked pending; format
+ *  1's records of the partitions it creates, so none is listed without
+ *  one), `table_properties_after` once they all have (format 1's records of
+ *  the moved partitions: a record never describes files its partition does
+ *  not point at yet; `"fail_after_moves": true`, the tests' fault
+ *  injection, stops in between). Returns each partition's previous folder and record
+ *  (NULL for one it creates or that was not there). */
 case class SwitchPartitionLocations(
     table: TableIdentifier,
     moves: Seq[PartitionMove],
     tableProperties: Map[String, String],
-    tablePropertiesAfter: Map[String, String] = Map.empty)
+    tablePropertiesAfter: Map[String, String] = Map.empty,
+    failAfterMoves: Boolean = false)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
@@ -90,14 +93,19 @@ case class SwitchPartitionLocations(
     val toDrop = droppedFound.flatten.map(_.spec)
     val before = meta.copy(properties = meta.properties ++ tableProperties)
     if (tableProperties.nonEmpty) catalog.alterTable(before)
-    if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
-    if (added.nonEmpty) catalog.createPartitions(meta.identifier, added, ignoreIfExists = false)
-    if (toDrop.nonEmpty) {
-      catalog.dropPartitions(meta.identifier, toDrop, ignoreIfNotExists = true, purge = false, retainData = false)
+    try {
+      if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
+      if (added.nonEmpty) catalog.createPartitions(meta.identifier, added, ignoreIfExists = false)
+      if (toDrop.nonEmpty) {
+        catalog.dropPartitions(meta.identifier, toDrop, ignoreIfNotExists = true, purge = false, retainData = false)
+      }
+      // The tests' fault injection (the run's step 'inside_switch'): the partitions moved, their records not yet written.
+      if (failAfterMoves) throw new IllegalStateException("spark_bucketing: injected failure at step 'inside_switch'")
+      // Partition changes leave the table's entry as it was: no second read of it.
+      if (tablePropertiesAfter.nonEmpty) catalog.alterTable(before.copy(properties = before.properties ++ tablePropertiesAfter))
+    } finally {
+      if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty) session.catalog.refreshTable(meta.identifier.quotedString)
     }
-    // Partition changes leave the table's entry as it was: no second read of it.
-    if (tablePropertiesAfter.nonEmpty) catalog.alterTable(before.copy(properties = before.properties ++ tablePropertiesAfter))
-    if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty) session.catalog.refreshTable(meta.identifier.quotedString)
     val previous = (existing.map(_._2).zip(found.map(Option(_))) ++ dropped.map(_._2).zip(droppedFound)).toMap
     specs.map(spec => previous.get(spec).flatten match {
       case Some(old) => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull, RecordParameters.read(old.parameters).orNull)
@@ -209,7 +217,7 @@ object BucketingStatements {
       }.toSeq
       def props(key: String) = body.path(key).fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
       Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props("table_properties"),
-        props("table_properties_after")))
+        props("table_properties_after"), body.path("fail_after_moves").asBoolean(false)))
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))

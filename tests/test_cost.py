@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.dbt_project import failure_text
+from harness.spark import extension_on
+from spark_bucketing import contracts
 from spark_bucketing.files import input_file_path
 from tests.support.incremental import (
     MODEL_SQL,
@@ -185,5 +187,34 @@ def test_the_write_check_reads_data_only_where_it_recomputes_buckets(spark, dbt_
     assert ("pmod(hash(`k`)" in check or "spark_bucketing_hive_hash(`k`)" in check) == recomputes
     assert ("lag(__sb_sort_0)" in check) == recomputes
     assert "`id`" not in check or recomputes
+    assert table_rows(spark, table) == expected.rows()
+    assert partition_layout_problems(spark, table) == []
+
+
+@pytest.mark.parametrize("verify, recomputes", [(True, False), ("rows", True)], ids=["structure", "verify_layout=rows"])
+def test_with_the_extension_a_hive_folder_write_is_checked_from_its_footers(spark, dbt_project, verify, recomputes):
+    """With the session extension a Hive-hash run writes its partitions into
+    a folder whose rows were each checked against Hive's own hash as they
+    were written: the check after the write lists the folder and reads its
+    footers (no data column, no Spark job). verify_layout='rows' still reads
+    every written row again, through the folder's table function, and
+    recomputes its bucket and checks the sort."""
+    expected = Expected()
+    name = f"hive_folder_check_{verify}".lower()
+    table = f"{dbt_project.schema}.{name}"
+    base = {"bucket_hash": "hive", "verify_layout": verify}
+    with extension_on(spark):
+        step(spark, dbt_project, name, expected, {**base, "days": [0, 1]})
+        vars_ = {**base, "days": [1, 2], "tag": 1}
+        statements = [statement_body(s) for s in run_statements(dbt_project, name, vars_)]
+        expected.apply(spark, vars_)
+    (write,) = [s for s in statements if s.lower().startswith(contracts.WRITE_FOLDER_STATEMENT)]
+    assert f"{contracts.HIVE_WRITER_HASH_FUNCTION}(`k`)" in write and "spark_bucketing_hive_hash(`k`)" in write
+    (check,) = [s for s in statements if "__sb_file_bucket" in s]
+    assert (f"{contracts.TABLE_FILES_FUNCTION}(" in check) != recomputes
+    assert (f"{contracts.FOLDER_READ_FUNCTION}(" in check) == recomputes
+    assert ("spark_bucketing_hive_hash(`k`)" in check) == recomputes
+    assert ("lag(__sb_sort_0)" in check) == recomputes
+    assert not [s for s in statements if f"{name}__dbt_incr" in s and not s.lower().startswith("drop table")]
     assert table_rows(spark, table) == expected.rows()
     assert partition_layout_problems(spark, table) == []

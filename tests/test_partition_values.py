@@ -78,14 +78,14 @@ STRATEGIES = ["table", "insert_overwrite", "static", "append"]
 
 
 # (strategy, bucket_hash, extension, bucket_records): every strategy in both
-# families with the extension off; with it on, the Spark hash's runs that
-# publish partitions, whose side entry then keeps its partitions in its
-# folders only; and every strategy with the records in partition parameters
+# families with the extension off; with it on, both families' runs that
+# publish partitions, which then write them into folders with no catalog
+# entry; and every strategy with the records in partition parameters
 # (metadata format 2, which needs the extension), the families alternating.
 TABLE, PARTITIONS = "table_properties", "partition_parameters"
 CASES = (
     [(s, h, False, TABLE) for s in STRATEGIES for h in ("hive", "spark")]
-    + [(s, "spark", True, TABLE) for s in STRATEGIES if s != "table"]
+    + [(s, h, True, TABLE) for s in STRATEGIES if s != "table" for h in ("hive", "spark")]
     + [(s, h, True, PARTITIONS) for s, h in zip(STRATEGIES, ("hive", "spark", "hive", "spark"), strict=True)]
 )
 

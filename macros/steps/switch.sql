@@ -72,10 +72,8 @@
   {%- set before = {} -%}
   {%- for s in stats -%}
     {%- do moves.append({'spec': s['values'], 'location': s.location, 'create': s.path not in catalog}) -%}
-    {%- if s.path not in catalog -%}
-      {%- set key = spark_bucketing.partition_key(s.path) -%}
-      {%- do before.update({key: properties[key]}) -%}
-    {%- endif -%}
+    {%- set key = spark_bucketing.partition_key(s.path) -%}
+    {%- if s.path not in catalog and key in properties -%}{%- do before.update({key: properties[key]}) -%}{%- endif -%}
   {%- endfor -%}
   {%- for values in emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
   {%- set after = dict(properties.items() | rejectattr('0', 'in', before)) -%}

@@ -289,15 +289,8 @@ def test_the_folder_write_writes_what_an_insert_into_the_bucketed_table_writes(s
     with extension_on(spark):
         spark.sql(f"/* dbt's comment */ {write}")
 
-    def files(root) -> dict:
-        """{(partition folder, bucket in the name): [rows of the file, in file order]}."""
-        out = {}
-        for path in sorted(root.glob("d=*/part-*")):
-            got = spark.read.format(file_format).load(str(path)).collect()
-            out[(path.parent.name, int(re.search(r"_(\d+)\.c\d+", path.name).group(1)))] = [tuple(r) for r in got]
-        return out
-
-    written, inserted = files(tmp_path / "f"), files(tmp_path / "t")
+    written = _bucket_files(spark, tmp_path / "f", file_format)
+    inserted = _bucket_files(spark, tmp_path / "t", file_format)
     assert len(written) == 3 * 4
     assert {key: sorted(r) for key, r in written.items()} == {key: sorted(r) for key, r in inserted.items()}
     for key, got in written.items():
@@ -305,7 +298,69 @@ def test_the_folder_write_writes_what_an_insert_into_the_bucketed_table_writes(s
     assert spark.read.format(file_format).load(f"{tmp_path}/f").schema["v"].dataType.simpleString() == "bigint"
     with extension_on(spark), pytest.raises(Exception, match="PATH_ALREADY_EXISTS"):
         spark.sql(write)
-    assert files(tmp_path / "f") == written
+    assert _bucket_files(spark, tmp_path / "f", file_format) == written
+
+
+def _bucket_files(spark, root, file_format: str) -> dict:
+    """{(partition folder, bucket in the name): [rows of the file, in file order]}."""
+    out = {}
+    for path in sorted(p for p in root.glob("d=*/*part-*") if not p.name.startswith(".")):
+        got = spark.read.format(file_format).load(str(path)).collect()
+        out[(path.parent.name, int(re.search(r"_(\d+)\.c\d+", path.name).group(1)))] = [tuple(r) for r in got]
+    return out
+
+
+@pytest.mark.parametrize("file_format", ["parquet", "orc"])
+def test_a_hive_v1_folder_write_writes_what_an_insert_into_the_hive_table_writes(spark, tmp_path, file_format):
+    """A folder described with Hive's bucketing version 1 is written as
+    Spark's insert into a bucketed Hive table of that description writes it:
+    the same files under Hive's names (`0000b_0_part-..._0000b.c000`, the
+    names Hive and Trino read the bucket from), the same rows in each, each
+    sorted by sorted_by."""
+    spark.sql("create database if not exists batched")
+    spark.sql(
+        "create or replace temporary function spark_bucketing_hive_hash"
+        " as 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFHash'"
+    )
+    table = f"batched.hive_written_{file_format}"
+    spark.sql(
+        f"create table {table} (k int, v bigint, s string) partitioned by (d date) clustered by (k) sorted by (s)"
+        f" into 4 buckets stored as {file_format} location '{tmp_path}/t'"
+    )
+    spark.sql(f"alter table {table} set serdeproperties ('maxRecordsPerFile' = '0')")
+    rows = (
+        "select cast(id % 50 - 20 as int) as k, cast(id as bigint) as v, cast(id * 7919 % 601 as string) as s, "
+        "date_add(date'2024-01-01', cast(id % 3 as int)) as d from range(0, 600, 1, 3)"
+    )
+    bucket = "((spark_bucketing_hive_hash(k) & 2147483647) % 4)"
+    routed = f"select k, v, s, d from (select /*+ REPARTITION(d, b) */ *, {bucket} as b from ({rows}) r) x"
+    folder = {
+        "location": f"{tmp_path}/f",
+        "format": file_format,
+        "columns": [["k", "int"], ["v", "bigint"], ["s", "string"], ["d", "date"]],
+        "partition_by": ["d"],
+        "clustered_by": ["k"],
+        "sorted_by": ["s"],
+        "buckets": 4,
+        "bucketing_version": 1,
+    }
+    spark.sql(f"create or replace temporary view hive_written_rows as {routed}")
+    spark.sql(f"insert into {table} partition (d) select * from hive_written_rows")
+    with extension_on(spark):
+        spark.sql(f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(folder)} as select * from hive_written_rows")
+    written = _bucket_files(spark, tmp_path / "f", file_format)
+    inserted = _bucket_files(spark, tmp_path / "t", file_format)
+    assert len(written) == 3 * 4
+    assert {key: sorted(r) for key, r in written.items()} == {key: sorted(r) for key, r in inserted.items()}
+    names = [p.name for p in (tmp_path / "f").glob("d=*/*part-*") if not p.name.startswith(".")]
+    assert names and all(re.match(r"^(\d{5})_0_part-.*_\1\.c000", n) for n in names), names
+    # Every row is in the file of the bucket Hive's own function gives it.
+    hive_bucket = {
+        r.k: r.b for r in spark.sql(f"select k, {bucket} as b from (select distinct k from ({rows}))").collect()
+    }
+    for key, got in written.items():
+        assert [r[2] for r in got] == sorted(r[2] for r in got), key
+        assert {hive_bucket[r[0]] for r in got} == {key[1]}, key
 
 
 def _statement_sql(statement: str, table: str, payload: list) -> str:

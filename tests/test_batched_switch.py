@@ -255,6 +255,60 @@ def test_the_footer_listing_is_what_a_scan_counts(spark, tmp_path, file_format):
     assert sum(r.rows for r in listed) == 200
 
 
+def _rows_sql(v_type: str) -> str:
+    """600 rows over 3 days: int keys with negatives, a sort column out of order."""
+    return (
+        f"select cast(id % 50 - 20 as int) as k, cast(id as {v_type}) as v, cast(id * 7919 % 601 as string) as s, "
+        "date_add(date'2024-01-01', cast(id % 3 as int)) as d from range(0, 600, 1, 3)"
+    )
+
+
+def _bucket_files(spark, root, file_format: str) -> dict:
+    """{(partition folder, bucket in the name): [rows of the file, in file order]}."""
+    out = {}
+    for path in sorted(p for p in root.glob("d=*/*part-*") if not p.name.startswith(".")):
+        got = spark.read.format(file_format).load(str(path)).collect()
+        out[(path.parent.name, int(re.search(r"_(\d+)\.c\d+", path.name).group(1)))] = [tuple(r) for r in got]
+    return out
+
+
+def _written_like_inserted(spark, tmp_path, table: str, file_format: str, rows: str, bucket: str, folder: dict) -> str:
+    """Routes `rows` by (d, `bucket`), inserts them into `table` (its folder
+    tmp_path/t) and writes them into the folder `folder` describes
+    (tmp_path/f) with the extension's statement (behind a comment, as dbt
+    sends it), and checks the two give the same files: one per (partition,
+    bucket) with the same bucket in its name, the same rows in each, each
+    sorted by s. Returns the folder statement."""
+    view = table.replace(".", "_") + "_rows"
+    routed = f"select k, v, s, d from (select /*+ REPARTITION(d, b) */ *, {bucket} as b from ({rows}) r) x"
+    spark.sql(f"create or replace temporary view {view} as {routed}")
+    spark.sql(f"insert into {table} partition (d) select * from {view}")
+    write = f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(folder)} as select * from {view}"
+    with extension_on(spark):
+        spark.sql(f"/* dbt's comment */ {write}")
+    written = _bucket_files(spark, tmp_path / "f", file_format)
+    inserted = _bucket_files(spark, tmp_path / "t", file_format)
+    assert len(written) == 3 * 4
+    assert {key: sorted(r) for key, r in written.items()} == {key: sorted(r) for key, r in inserted.items()}
+    for key, got in written.items():
+        assert [r[2] for r in got] == sorted(r[2] for r in got), key
+    return write
+
+
+def _folder(tmp_path, file_format: str, partition_by: str, clustered_by: str, sorted_by: str, **more) -> dict:
+    """The description of tmp_path/f: the columns of _rows_sql, 4 buckets."""
+    return {
+        "location": f"{tmp_path}/f",
+        "format": file_format,
+        "columns": [["k", "int"], ["v", "bigint"], ["s", "string"], ["d", "date"]],
+        "partition_by": [partition_by],
+        "clustered_by": [clustered_by],
+        "sorted_by": [sorted_by],
+        "buckets": 4,
+        **more,
+    }
+
+
 @pytest.mark.parametrize("file_format", ["parquet", "orc"])
 def test_the_folder_write_writes_what_an_insert_into_the_bucketed_table_writes(spark, tmp_path, file_format):
     """The extension's folder write gives the files an INSERT INTO a bucketed
@@ -269,45 +323,13 @@ def test_the_folder_write_writes_what_an_insert_into_the_bucketed_table_writes(s
         f"create table {table} (k int, v bigint, s string, d date) using {file_format} options (maxRecordsPerFile '0') "
         f"partitioned by (d) clustered by (k) sorted by (s) into 4 buckets location '{tmp_path}/t'"
     )
-    rows = (
-        "select cast(id % 50 - 20 as int) as k, cast(id as int) as v, cast(id * 7919 % 601 as string) as s, "
-        "date_add(date'2024-01-01', cast(id % 3 as int)) as d from range(0, 600, 1, 3)"
-    )
-    routed = f"select k, v, s, d from (select /*+ REPARTITION(d, b) */ *, pmod(hash(k), 4) as b from ({rows}) r) x"
-    folder = {
-        "location": f"{tmp_path}/f",
-        "format": file_format,
-        "columns": [["k", "int"], ["v", "bigint"], ["s", "string"], ["d", "date"]],
-        "partition_by": ["D"],
-        "clustered_by": ["K"],
-        "sorted_by": ["S"],
-        "buckets": 4,
-    }
-    spark.sql(f"create or replace temporary view written_rows as {routed}")
-    spark.sql(f"insert into {table} partition (d) select * from written_rows")
-    write = f"{contracts.WRITE_FOLDER_STATEMENT} {sql_string(json.dumps(folder))} as select * from written_rows"
-    with extension_on(spark):
-        spark.sql(f"/* dbt's comment */ {write}")
-
+    folder = _folder(tmp_path, file_format, "D", "K", "S")
+    write = _written_like_inserted(spark, tmp_path, table, file_format, _rows_sql("int"), "pmod(hash(k), 4)", folder)
     written = _bucket_files(spark, tmp_path / "f", file_format)
-    inserted = _bucket_files(spark, tmp_path / "t", file_format)
-    assert len(written) == 3 * 4
-    assert {key: sorted(r) for key, r in written.items()} == {key: sorted(r) for key, r in inserted.items()}
-    for key, got in written.items():
-        assert [r[2] for r in got] == sorted(r[2] for r in got), key
     assert spark.read.format(file_format).load(f"{tmp_path}/f").schema["v"].dataType.simpleString() == "bigint"
     with extension_on(spark), pytest.raises(Exception, match="PATH_ALREADY_EXISTS"):
         spark.sql(write)
     assert _bucket_files(spark, tmp_path / "f", file_format) == written
-
-
-def _bucket_files(spark, root, file_format: str) -> dict:
-    """{(partition folder, bucket in the name): [rows of the file, in file order]}."""
-    out = {}
-    for path in sorted(p for p in root.glob("d=*/*part-*") if not p.name.startswith(".")):
-        got = spark.read.format(file_format).load(str(path)).collect()
-        out[(path.parent.name, int(re.search(r"_(\d+)\.c\d+", path.name).group(1)))] = [tuple(r) for r in got]
-    return out
 
 
 @pytest.mark.parametrize("file_format", ["parquet", "orc"])
@@ -328,38 +350,17 @@ def test_a_hive_v1_folder_write_writes_what_an_insert_into_the_hive_table_writes
         f" into 4 buckets stored as {file_format} location '{tmp_path}/t'"
     )
     spark.sql(f"alter table {table} set serdeproperties ('maxRecordsPerFile' = '0')")
-    rows = (
-        "select cast(id % 50 - 20 as int) as k, cast(id as bigint) as v, cast(id * 7919 % 601 as string) as s, "
-        "date_add(date'2024-01-01', cast(id % 3 as int)) as d from range(0, 600, 1, 3)"
-    )
+    rows = _rows_sql("bigint")
     bucket = "((spark_bucketing_hive_hash(k) & 2147483647) % 4)"
-    routed = f"select k, v, s, d from (select /*+ REPARTITION(d, b) */ *, {bucket} as b from ({rows}) r) x"
-    folder = {
-        "location": f"{tmp_path}/f",
-        "format": file_format,
-        "columns": [["k", "int"], ["v", "bigint"], ["s", "string"], ["d", "date"]],
-        "partition_by": ["d"],
-        "clustered_by": ["k"],
-        "sorted_by": ["s"],
-        "buckets": 4,
-        "bucketing_version": 1,
-    }
-    spark.sql(f"create or replace temporary view hive_written_rows as {routed}")
-    spark.sql(f"insert into {table} partition (d) select * from hive_written_rows")
-    with extension_on(spark):
-        spark.sql(f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(folder)} as select * from hive_written_rows")
-    written = _bucket_files(spark, tmp_path / "f", file_format)
-    inserted = _bucket_files(spark, tmp_path / "t", file_format)
-    assert len(written) == 3 * 4
-    assert {key: sorted(r) for key, r in written.items()} == {key: sorted(r) for key, r in inserted.items()}
+    folder = _folder(tmp_path, file_format, "d", "k", "s", bucketing_version=1)
+    _written_like_inserted(spark, tmp_path, table, file_format, rows, bucket, folder)
     names = [p.name for p in (tmp_path / "f").glob("d=*/*part-*") if not p.name.startswith(".")]
     assert names and all(re.match(r"^(\d{5})_0_part-.*_\1\.c000", n) for n in names), names
     # Every row is in the file of the bucket Hive's own function gives it.
     hive_bucket = {
         r.k: r.b for r in spark.sql(f"select k, {bucket} as b from (select distinct k from ({rows}))").collect()
     }
-    for key, got in written.items():
-        assert [r[2] for r in got] == sorted(r[2] for r in got), key
+    for key, got in _bucket_files(spark, tmp_path / "f", file_format).items():
         assert {hive_bucket[r[0]] for r in got} == {key[1]}, key
 
 

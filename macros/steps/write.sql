@@ -68,7 +68,7 @@
       would otherwise read every written row again. -#}
   {%- set cols = spark_bucketing.quoted(spec.clustered_by) -%}
   {%- set hive = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, 'hive', 1) -%}
-  {%- set writer = '((' ~ spark_bucketing.hive_writer_hash_function() ~ '(' ~ (cols | join(', ')) ~ ') & 2147483647) % ' ~ spec.buckets ~ ')' -%}
+  {%- set writer = spark_bucketing.hive_bucket_sql(spark_bucketing.hive_writer_hash_function(), spec.clustered_by, spec.buckets) -%}
   {%- set keys -%}concat_ws(', '{% for c in cols %}, cast({{ c }} as string){% endfor %}){%- endset -%}
   select * from ({{ sql }}) as __sb_checked
   where case when {{ hive }} = {{ writer }} then true

@@ -46,10 +46,17 @@
   {#- `bucketing_version`: Hive's (1 or 2), for the hive family. -#}
   {%- set args = spark_bucketing.quoted(columns) | join(', ') -%}
   {%- if bucket_hash == 'hive' -%}
-    (({{ spark_bucketing.hive_hash_function(bucketing_version) }}({{ args }}) & 2147483647) % {{ buckets }})
+    {{ spark_bucketing.hive_bucket_sql(spark_bucketing.hive_hash_function(bucketing_version), columns, buckets) }}
   {%- elif bucket_hash == 'spark' -%}
     pmod(hash({{ args }}), {{ buckets }})
   {%- else -%}
     {%- do exceptions.raise_compiler_error("spark_bucketing: unknown bucket hash family '" ~ bucket_hash ~ "'") -%}
   {%- endif -%}
+{%- endmacro %}
+
+{% macro hive_bucket_sql(hash_function, columns, buckets) -%}
+  {#- Hive's bucket of a row, `(h & Integer.MAX_VALUE) % buckets`, of the
+      hash `hash_function` gives `columns`: Hive's own (bucket_id_expr) or
+      the one Spark's writer places rows by (hive_writer_hash_function). -#}
+  (({{ hash_function }}({{ spark_bucketing.quoted(columns) | join(', ') }}) & 2147483647) % {{ buckets }})
 {%- endmacro %}

@@ -40,7 +40,8 @@ case class SortedBuckets(session: SparkSession) extends Rule[SparkPlan] {
 
   override def apply(plan: SparkPlan): SparkPlan =
     if (!BucketingExtensions.enabled(session)) plan
-    else stated(plan, asked = false, allowed = !SortedBuckets.readsFileNames(plan))
+    // The walk for input_file_name() only where merging is on (it is off by default).
+    else stated(plan, asked = false, allowed = maxMerged > 1 && !SortedBuckets.readsFileNames(plan))
 
   private def maxMerged: Int = session.conf.get(SortedBuckets.MaxMergedFiles, Contracts.MergedFilesDefault).toInt
 

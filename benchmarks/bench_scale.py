@@ -11,7 +11,7 @@ of three, sides alternated.
 
     .venv/bin/python benchmarks/bench_scale.py [--rows 3000000] [--sizes 10 100 1000] [--backfill 300]
         [--only incremental] [--per-day 400] [--daily-buckets 8] [--hashes spark hive] [--extension]
-        [--models 1] [--catalog derby|postgres]
+        [--models 1] [--catalog derby|postgres] [--connection session|thrift]
 
 Prints the figures docs/benchmarks.md reports.
 """
@@ -65,15 +65,20 @@ class Counted:
     def run(self, *args: str) -> dict:
         log = self.project.root / "logs" / "dbt.log"
         before_log = log.read_text(errors="replace").count("SQL status:") if log.exists() else 0
-        before_events = set(self.events.iterdir())
+        before_jobs = self.jobs()
         seconds = self.project.dbt("run", *args)
         # dbt's own time for the models ("[OK in 1.23s]"): the run without the process's start and parse.
         model = sum(float(m) for m in re.findall(r"\[\S*OK\S* in ([0-9.]+)s\]", self.project.output))
         statements = log.read_text(errors="replace").count("SQL status:") - before_log
-        jobs = 0
-        for f in event_log_files(set(self.events.iterdir()) - before_events):
-            jobs += f.read_text(errors="replace").count('"Event":"SparkListenerJobStart"')
-        return {"s": seconds, "model": model, "statements": statements, "jobs": jobs}
+        return {"s": seconds, "model": model, "statements": statements, "jobs": self.jobs() - before_jobs}
+
+    def jobs(self) -> int:
+        """Spark jobs started so far: a log per `dbt run` (method: session), or
+        the one log of a Thrift Server that serves every run."""
+        return sum(
+            f.read_text(errors="replace").count('"Event":"SparkListenerJobStart"')
+            for f in event_log_files(set(self.events.iterdir()))
+        )
 
 
 def event_log_files(entries: set[Path]) -> list[Path]:
@@ -108,17 +113,38 @@ def same_rows(project: DbtProcessProject, tables: list[str], columns: str) -> No
         raise SystemExit("the sides disagree")
 
 
-def project_with_events(root: Path, **spark_conf: str) -> Counted:
-    events = root / "events"
+def event_conf(events: Path, **spark_conf: str) -> dict:
+    """The benchmark's Spark settings, with an event log in `events`."""
     events.mkdir(parents=True, exist_ok=True)
-    conf = {
+    return {
         "spark.eventLog.enabled": "true",
         "spark.eventLog.compress": "false",
         "spark.eventLog.dir": str(events),
         "spark.sql.shuffle.partitions": "8",
         **spark_conf,
     }
-    return Counted(DbtProcessProject(root, **conf), events)
+
+
+def project_with_events(root: Path, **spark_conf: str) -> Counted:
+    events = root / "events"
+    return Counted(DbtProcessProject(root, **event_conf(events, **spark_conf)), events)
+
+
+def project_on_thrift_server(root: Path, server_conf: dict, service) -> tuple[Counted, object]:
+    """A project whose runs go to one Spark Thrift Server (dbt-spark's
+    method: thrift), started here with the benchmark's settings plus
+    `server_conf` (local[2], the JVM's default flags, its own Derby or the
+    metastore `service`): a long-lived JVM, as a shared cluster runs it,
+    where the session method starts one per `dbt run`. Returns the project
+    and the server (stop it)."""
+    from harness.thrift_server import ThriftServer
+
+    events = root / "events"
+    conf = event_conf(events, **{"spark.sql.autoBroadcastJoinThreshold": "-1", **server_conf})
+    server = ThriftServer(root / "thrift-server", conf=conf, metastore=service, jvm_flags="")
+    (root / "thrift-server").mkdir(parents=True, exist_ok=True)
+    server.start()
+    return Counted(DbtProcessProject(root, thrift_port=server.port), events), server
 
 
 def files_of(project: DbtProcessProject, model: str) -> int:
@@ -198,20 +224,47 @@ def incremental(
     hashes: list[str],
     with_extension: bool,
     models_per_side: int = 1,
-    catalog_conf: dict | None = None,
+    service=None,
+    thrift: bool = False,
 ) -> None:
     """`with_extension`: every dbt process loads the session extension (ours
     then switches replaced partitions in one statement; stock is unaffected).
     `models_per_side` > 1: each side is that many models (tables) run by one
     `dbt run`, as a project's models are; the figures are per model.
-    `catalog_conf`: the settings of a metastore service to use instead of
-    each project's embedded Derby."""
+    `service`: a metastore service (MetastoreService) to use instead of the
+    embedded Derby. `thrift`: every run goes to one Thrift Server."""
     from spark_bucketing import extension
 
     settings = extension.spark_settings(extension.build_jar()) if with_extension else {}
-    counted = project_with_events(
-        base / ("incremental-extension" if with_extension else "incremental"), **settings, **(catalog_conf or {})
+    root = base / ("incremental-extension" if with_extension else "incremental")
+    server = None
+    if thrift:
+        counted, server = project_on_thrift_server(root, settings, service)
+    else:
+        counted = project_with_events(root, **settings, **(service.spark_conf() if service else {}))
+    setting = (
+        (", the session extension loaded" if with_extension else "")
+        + (", catalog: a Hive metastore service on Postgres" if service else "")
+        + (", every run on one Spark Thrift Server (method: thrift)" if thrift else "")
     )
+    try:
+        incremental_runs(counted, setting, sizes, backfill, per_day, buckets, hashes, models_per_side)
+    finally:
+        if server:
+            server.stop()
+
+
+def incremental_runs(
+    counted: Counted,
+    setting: str,
+    sizes: list[int],
+    backfill: int,
+    per_day: int,
+    buckets: int,
+    hashes: list[str],
+    models_per_side: int,
+) -> None:
+    """The one-day runs and the backfill of `incremental`; `setting`: how the runs are set up, for the title."""
     project = counted.project
     sql = DAILY.format(per_day=per_day)
     common = f"partition_by=['day'], clustered_by=['k'], buckets={buckets}, incremental_strategy=var('strategy')"
@@ -235,15 +288,14 @@ def incremental(
 
     print(
         f"\nIncremental runs: {per_day:,} rows a day, {buckets} buckets (stock: same clustered_by/buckets)"
-        + (", the session extension loaded" if with_extension else "")
-        + (", catalog: a Hive metastore service on Postgres" if catalog_conf else "")
+        + setting
         + (
             f"; {models_per_side} models per side in one `dbt run` each, figures per model"
             if models_per_side > 1
             else ""
         )
     )
-    print("model s: dbt's time for the model; wall s: the whole `dbt run` process, JVM start included")
+    print("model s: dbt's time for the model; wall s: the whole `dbt run` process (with method session, JVM start too)")
     print(
         f"{'partitions':>10} {'run':<28} {'side':<26} {'model s':>8} {'vs stock':>9} {'wall s':>7} {'vs stock':>9}"
         f" {'vs smallest':>11} {'stmts':>6} {'jobs':>5}"
@@ -298,6 +350,12 @@ def main() -> int:
         default="derby",
         help="incremental runs: each project's embedded Derby, or one Hive metastore service on Postgres",
     )
+    parser.add_argument(
+        "--connection",
+        choices=["session", "thrift"],
+        default="session",
+        help="incremental runs: Spark in each `dbt run` (method: session), or one Spark Thrift Server for all",
+    )
     parser.add_argument("--base", type=Path, default=None, help="folder for the projects (default: a temporary one)")
     args = parser.parse_args()
     base = args.base or Path(tempfile.mkdtemp(prefix="sb-bench-scale-"))
@@ -321,7 +379,8 @@ def main() -> int:
                 args.hashes,
                 args.extension,
                 args.models,
-                service.spark_conf() if service else None,
+                service,
+                args.connection == "thrift",
             )
         finally:
             if service:

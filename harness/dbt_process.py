@@ -19,10 +19,19 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 
 class DbtProcessProject:
     def __init__(
-        self, root: Path, schema: str = "bench", quiet_logs: bool = True, jvm_flags: str = "", **spark_conf: str
+        self,
+        root: Path,
+        schema: str = "bench",
+        quiet_logs: bool = True,
+        jvm_flags: str = "",
+        thrift_port: int | None = None,
+        **spark_conf: str,
     ):
         """`quiet_logs=False` keeps Spark's own log configuration, as a user's run has it;
-        `jvm_flags` go to the driver JVM (tests pass theirs, benchmarks none)."""
+        `jvm_flags` go to the driver JVM (tests pass theirs, benchmarks none).
+        `thrift_port`: dbt connects to a Spark Thrift Server on that loopback
+        port (method: thrift; the server has its own Spark settings) instead of
+        starting Spark in each dbt process."""
         self.root = root
         self.schema = schema
         self.output = ""
@@ -51,6 +60,8 @@ class DbtProcessProject:
             "schema": schema,
             "server_side_parameters": conf,
         }
+        if thrift_port is not None:
+            output = {"type": "spark", "method": "thrift", "host": "127.0.0.1", "port": thrift_port, "schema": schema}
         (root / "profiles.yml").write_text(yaml.safe_dump({"bench": {"target": "local", "outputs": {"local": output}}}))
         self.dbt("deps")
 

@@ -87,18 +87,55 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     assert result.success, failure_text(result)
 
 
-@pytest.mark.parametrize("bucket_hash", ["hive", "spark"])
-@pytest.mark.parametrize("fail_at", ["before_switch", "inside_switch", "mid_switch", "before_cleanup"])
-def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, fail_at, bucket_hash):
+SWITCH_STEPS = ["before_switch", "inside_switch", "mid_switch", "before_cleanup"]
+FAMILIES = {"spark": {"bucket_hash": "spark"}, "hive": {"bucket_hash": "hive"}}
+V2 = {"bucket_hash": "hive", "bucketing_version": 2}
+
+
+@pytest.mark.parametrize(
+    ("family", "fail_at"),
+    [(family, fail_at) for family in FAMILIES for fail_at in SWITCH_STEPS]
+    # Hive v2's run differs from the others only in its write: the steps on each side of it.
+    + [("hive_v2", "before_switch"), ("hive_v2", "inside_switch")],
+)
+def test_a_failure_around_the_batched_switch_loses_nothing(spark, dbt_project, fail_at, family):
     """Injected before the batch, inside it (every partition moved or added,
     their records not yet written), right after it, and before the cleanup:
-    every partition holds its old or its new rows, and the next run
-    finishes. Neither hash family has a side entry: the run's partitions are
+    every partition holds its old or its new rows, in the buckets of its
+    family (Hive v2's checked by the Python twin of its hash), and the next
+    run finishes. No hash family has a side entry: the run's partitions are
     in its folders only (untracked)."""
-    first = {"days": [0, 1, 2], "bucket_hash": bucket_hash}
-    then = {"days": [1, 2, 3], "tag": 1, "bucket_hash": bucket_hash}
+    config = V2 if family == "hive_v2" else FAMILIES[family]
+    first = {"days": [0, 1, 2], **config}
+    then = {"days": [1, 2, 3], "tag": 1, **config}
     with extension_on(spark):
-        die_then_finish(spark, dbt_project, f"batched_{fail_at}_{bucket_hash}", first, then, fail_at)
+        die_then_finish(spark, dbt_project, f"batched_{fail_at}_{family}", first, then, fail_at)
+
+
+def test_with_the_extension_a_hive_v2_run_writes_only_its_folder(spark, dbt_project):
+    """A Hive v2 run with the extension on publishes as the other families
+    do: the extension's folder write (rows placed by its v2 hash), no side
+    entry over the folder and no partitions recovered into one, a check from
+    the footers that reads no row again (the writer's hash is the one that
+    defines a v2 bucket here), and one switch. The rows land in the buckets
+    the Python twin of Hive's v2 hash gives them."""
+    expected = Expected()
+    name = "v2_folder_only"
+    base = {"strategy": "insert_overwrite", "rows": 30, **V2}
+    with extension_on(spark):
+        table = step(spark, dbt_project, name, expected, {**base, "days": [0, 1, 2]})
+        vars_ = {**base, "days": [1, 2, 3], "tag": 1}
+        statements = [statement_body(s).lower() for s in run_statements(dbt_project, name, vars_)]
+        expected.apply(spark, vars_)
+    assert len([s for s in statements if s.startswith(contracts.WRITE_FOLDER_STATEMENT)]) == 1
+    assert not [s for s in statements if "__dbt_incr" in s and not s.startswith("drop table if exists")]
+    assert not [s for s in statements if "recover partitions" in s]
+    assert not [s for s in statements if s.startswith("select") and f"{contracts.HIVE_HASH_V2_FUNCTION}(" in s]
+    assert len([s for s in statements if s.startswith(contracts.SWITCH_STATEMENT)]) == 1
+    assert table_rows(spark, table) == expected.rows()
+    assert partition_layout_problems(spark, table) == []
+    result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+    assert result.success, failure_text(result)
 
 
 def test_with_the_extension_a_run_writes_a_folder_with_no_catalog_entry(spark, dbt_project):

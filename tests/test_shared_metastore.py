@@ -11,9 +11,9 @@ import pytest
 from harness.dbt_process import REPO_ROOT, DbtProcessProject
 from harness.dbt_project import DbtProject, with_vars
 from harness.spark import TEST_JVM_FLAGS
+from harness.thrift_server import ThriftServer
 from spark_bucketing.metadata import ThriftClient, read_table_metadata
 from tests.support.cluster import StandaloneCluster
-from tests.support.thrift_server import ThriftServer
 
 # Each run writes the days of var('days'); the tag marks the run's rows.
 DAILY_SQL = """

@@ -10,13 +10,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from harness.dbt_project import DbtProject, failure_text
+from harness.thrift_server import ThriftServer
 from spark_bucketing import extension
 from spark_bucketing.files import bucket_of, input_file_path, local_path
 from spark_bucketing.metadata import ThriftClient, read_table_metadata
 from tests.support.cluster import StandaloneCluster
 from tests.support.hive_oracle import HiveOracle
 from tests.support.layout import check_files
-from tests.support.thrift_server import ThriftServer
 
 SQL = """
 select cast(id % 211 as int) as customer_id, cast(id % 3 as string) as region,

@@ -19,8 +19,10 @@
       would check Spark against itself. For the Hive hash, recomputing with
       Hive's own function checks Spark's against Hive's: a Hive v1 `folder`
       (write_bucketed_folder) had each row checked so as it was written,
-      a side table's write has not. verify_layout='rows' recomputes for
-      every write. -#}
+      a side table's write has not. A Hive v2 `folder`'s rows were placed by
+      the extension's v2 hash, the very function that defines a v2 bucket
+      here (bucket_id_expr), so as for the Spark hash only the structure
+      can break. verify_layout='rows' recomputes for every write. -#}
   {{ return(spec.verify_layout == 'rows' or (spec.bucket_hash == 'hive' and not folder)) }}
 {% endmacro %}
 

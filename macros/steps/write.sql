@@ -22,10 +22,10 @@
 {% macro writes_folders(spec, extension) %}
   {#- Whether a run writes its partitions through the session extension
       (`extension`: extension_active) into a bucketed folder with no catalog
-      entry (write_bucketed_folder), rather than through a side table: a
-      partitioned table of Spark's hash or Hive's v1 (a v2 table's folder
-      write is followed by a side entry over it, build_bucketed_relation). -#}
-  {{ return(extension and spec.partition_by | length > 0 and spec.get('bucketing_version', 1) == 1) }}
+      entry (write_bucketed_folder), rather than through a side table: any
+      partitioned table (an unpartitioned one is replaced whole, through
+      build_bucketed_relation). -#}
+  {{ return(extension and spec.partition_by | length > 0) }}
 {% endmacro %}
 
 {% macro folder_description(location, file_format, columns, partition_by, clustered_by=[], sorted_by=[], buckets=0, hive_version=none) %}

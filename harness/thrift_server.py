@@ -23,8 +23,11 @@ class ThriftServer:
         master: str = "local[2]",
         conf: dict[str, str] | None = None,
         metastore: MetastoreService | None = None,
+        jvm_flags: str = TEST_JVM_FLAGS,
     ):
+        """`jvm_flags`: the server JVM's (tests start fast with theirs; benchmarks pass none)."""
         self.base = base
+        self.jvm_flags = jvm_flags
         self.master = master
         self.conf = {**(conf or {}), **(metastore.spark_conf() if metastore else {})}
         self.port = free_port()
@@ -57,9 +60,9 @@ class ThriftServer:
             f"jdbc:derby:;databaseName={self.base / 'metastore_db'};create=true",
             "--conf",
             f"spark.driver.extraJavaOptions=-Dderby.system.home={self.base} -Dlog4j2.configurationFile={LOG4J_CONF}"
-            f" {TEST_JVM_FLAGS}",
+            f" {self.jvm_flags}",
             "--conf",
-            f"spark.executor.extraJavaOptions={TEST_JVM_FLAGS}",
+            f"spark.executor.extraJavaOptions={self.jvm_flags}",
             "--conf",
             "spark.ui.enabled=false",
             "--conf",

@@ -56,43 +56,41 @@ def pytest_configure(config):
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
 
-# Seconds per test file, from a fresh clone's `scripts/test --durations=0`
-# (four workers on two cores, 2026-11-25, commit 9cfbc16). pytest-xdist hands
-# out whole files (--dist loadfile) in collection order
+# Seconds per test file, from a fresh clone's `scripts/test --junitxml`
+# (four workers on two cores, 2026-11-27, commit f1095f8; test_extension.py
+# and test_thrift.py since absorbed test_extension_randomized.py and
+# test_shared_metastore.py, sharing their tables and their metastore service,
+# cluster and Thrift Server: the sums less what they no longer build twice).
+# pytest-xdist hands out whole files (--dist loadfile) in collection order
 # (--no-loadscope-reorder: without it, xdist sorts files by their number of
 # tests and the long randomized files, which hold few tests, started last).
 # Longest first, so that no long file starts last.
 FILE_WEIGHTS = {
-    # Not measured yet in a full run: its nine tests took 15 minutes alone.
-    "test_partition_records.py": 450,
-    "test_randomized_evolution.py": 414,
-    "test_merge_randomized.py": 411,
-    "test_extension_randomized.py": 422,
-    "test_no_loss.py": 313,
-    "test_partition_values.py": 400,
-    "test_cost.py": 249,
-    "test_clean_install.py": 233,
-    # Not measured in a full run since its new cases and tables (219 before; 321 s alone, 2026-11-26).
-    "test_extension.py": 400,
-    # Not measured in a full run: about 420 s alone (2026-11-26).
-    "test_hive_bucketing_v2.py": 420,
-    "test_merge.py": 216,
-    "test_incremental.py": 207,
-    "test_incremental_failures.py": 196,
-    "test_thrift.py": 181,
-    "test_batched_switch.py": 177,
-    "test_bucketed_table.py": 148,
-    "test_no_loss_nondeterministic.py": 137,
-    "test_shared_metastore.py": 124,
-    "test_demo.py": 93,
-    "test_failures.py": 71,
-    "test_hashing.py": 54,
-    "test_checker_corpus.py": 40,
-    "test_configs.py": 27,
-    "test_checker_cli.py": 17,
-    "test_joins.py": 15,
-    "test_layout_test.py": 13,
-    "test_package_install.py": 4,
+    "test_extension.py": 781,
+    "test_partition_values.py": 418,
+    "test_randomized_evolution.py": 397,
+    "test_hive_bucketing_v2.py": 322,
+    "test_merge_randomized.py": 291,
+    "test_batched_switch.py": 286,
+    "test_cost.py": 268,
+    "test_clean_install.py": 260,
+    "test_no_loss.py": 255,
+    "test_partition_records.py": 236,
+    "test_incremental.py": 230,
+    "test_thrift.py": 226,
+    "test_incremental_failures.py": 207,
+    "test_merge.py": 163,
+    "test_bucketed_table.py": 138,
+    "test_checker_corpus.py": 122,
+    "test_no_loss_nondeterministic.py": 109,
+    "test_demo.py": 98,
+    "test_failures.py": 80,
+    "test_hashing.py": 44,
+    "test_configs.py": 30,
+    "test_checker_cli.py": 24,
+    "test_joins.py": 11,
+    "test_layout_test.py": 9,
+    "test_package_install.py": 6,
 }
 
 

@@ -8,6 +8,8 @@ with it on."""
 from __future__ import annotations
 
 import json
+import os
+import random
 
 import pytest
 
@@ -21,7 +23,13 @@ from spark_bucketing.contracts import CLONE_RATIO_SETTING, MERGED_FILES_SETTING,
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import SparkClient
 from tests.support.extension_tables import EVOLVING as EVOLVING_TABLES
-from tests.support.extension_tables import TABLES, build_tables, reference_rows, rows
+from tests.support.extension_tables import TABLES, build_tables, reference_rows, rows, sorted_rows
+from tests.support.random_queries import (
+    EVOLVING_SCAN,
+    HIVE_V2_SCAN,
+    kept_union,
+    random_query,
+)
 
 
 @pytest.fixture(scope="module")
@@ -875,3 +883,48 @@ def test_merges_into_an_evolving_table_with_the_extension_on(spark, tables, dbt_
     assert spark.sql(f"select count(*) from {tables}.{name}").first()[0] == 400
     # The last merge left both partitions on 16 buckets: the table converged and declares them.
     assert "Num Buckets" in {r.col_name for r in spark.sql(f"describe table extended {tables}.{name}").collect()}
+
+
+def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
+    """The extension against plans without it: 200 random queries
+    (tests/support/random_queries.py) over Hive-hash (bucketing v1 and v2),
+    Spark-hash, evolving and plain tables, negative keys included, each
+    answering as the plan with bucketing and the extension off. Replay a
+    failure with SB_SEED=<seed printed> pytest tests/test_extension.py -k randomized."""
+    seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
+    print(f"SB_SEED={seed}")
+    rng = random.Random(seed)
+    evolving_bucketed = kept = unions = cloned = v2 = merged = 0
+    for i in range(200):
+        sql = random_query(rng, tables)
+        # Merging a bucket's sorted files is off by default (the Sort measured faster): on here, to check its answers.
+        with extension_on(spark), session_settings(spark, {MERGED_FILES_SETTING: "16"}):
+            # One plan for both: the plan the query starts from, then its answer.
+            df = spark.sql(sql)
+            executed = df._jdf.queryExecution().executedPlan()
+            plan = executed.toString()
+            unions += kept_union(executed)
+            got = sorted_rows(df)
+        evolving_bucketed += bool(EVOLVING_SCAN.search(plan))
+        kept += "BucketsKeptForJoin" in plan
+        cloned += "ClonedBuckets" in plan
+        v2 += bool(HIVE_V2_SCAN.search(plan))
+        merged += "MergedSortedBuckets" in plan
+        assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"
+    print(
+        f"{evolving_bucketed} of 200 queries read an evolving table bucketed, {kept} kept a join on more keys,"
+        f" {unions} kept a union's placement, {cloned} read a smaller side once per bucket of the larger,"
+        f" {v2} read a Hive v2 table bucketed, {merged} merged a bucket's sorted files"
+    )
+    # A sorted table across partitions joined or aggregated on k (one pair in twelve from SORTED_PAIRS).
+    assert merged >= 5, f"SB_SEED={seed}: {merged} queries merged a bucket's sorted files"
+    # A v2 table among the sides (one pair in ten drawn from HIVE_V2_PAIRS), read bucketed.
+    assert v2 >= 10, f"SB_SEED={seed}: {v2} queries read a Hive v2 table bucketed"
+    # Counts past the coalescing ratio joined on the bucket columns: about one query in fifteen.
+    assert cloned >= 5, f"SB_SEED={seed}: {cloned} queries joined counts past the coalescing ratio at the larger"
+    # A union of two tables of one placement: about one query in twenty.
+    assert unions >= 3, f"SB_SEED={seed}: {unions} queries kept a union's placement"
+    # Joins on more than the bucket columns of two package tables: about one query in seven.
+    assert kept >= 5, f"SB_SEED={seed}: {kept} queries kept both sides of a join on more than the bucket columns"
+    # The draw reads an evolving table bucketed (its selected days on one spec) in about one query in twelve.
+    assert evolving_bucketed >= 5, f"SB_SEED={seed}: {evolving_bucketed} queries read an evolving table bucketed"

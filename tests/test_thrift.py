@@ -2,14 +2,19 @@
 Server whose work runs on a standalone cluster (a Master and two Workers, each
 executor a JVM of its own) and whose catalog is a Hive metastore service on
 Postgres: builds, incremental runs, the layout and metadata
-tests, and the checker with its default connection (the dbt target)."""
+tests, and the checker with its default connection (the dbt target). The
+same metastore service is shared by dbt runs with method: session, each a
+process of its own, as production runs one catalog for two engines: a table
+built through one is rewritten through the other."""
 
 from __future__ import annotations
 
 import pytest
 from pyspark.sql import functions as F
 
-from harness.dbt_project import DbtProject, failure_text
+from harness.dbt_process import REPO_ROOT, DbtProcessProject
+from harness.dbt_project import DbtProject, failure_text, with_vars
+from harness.spark import TEST_JVM_FLAGS
 from harness.thrift_server import ThriftServer
 from spark_bucketing import extension
 from spark_bucketing.files import bucket_of, input_file_path, local_path
@@ -310,3 +315,53 @@ def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
     model, found = check("--conf", f"{NO_BROADCAST}=-1", "--conf", f"{extension.SWITCH}=false")
     assert all(f["verified"] is True for f in model["findings"]), model
     assert found["shuffle_free"] is False and found["plan_shuffles"] == [True, True], found
+
+
+# Each run writes the days of var('days'); the tag marks the run's rows.
+SHARED_DAILY_SQL = """
+select cast(id % 97 as int) as customer_id, id as event_id, concat('r{{ var("tag", 0) }}-', id) as payload,
+       date_add(date'2024-01-01', d) as day
+from range(0, 3000, 1, 6) cross join (select explode(array({{ var('days') | join(', ') }})) as d)
+"""
+SHARED_CONFIG = {
+    "materialized": "bucketed_incremental",
+    "clustered_by": "customer_id",
+    "buckets": 4,
+    "bucket_hash": "hive",
+    "partition_by": "day",
+    "incremental_strategy": "insert_overwrite",
+}
+SHARED_TESTS_YML = (
+    "version: 2\nmodels:\n  - name: shared_daily\n"
+    "    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n"
+)
+
+
+def test_a_dbt_session_and_the_thrift_server_share_the_metastore_service(metastore, server, tmp_path):
+    """A table built by a dbt session (its own JVM) on the metastore service
+    is rewritten through the Thrift Server (its work on the cluster), and the
+    package's tests, run by the session, prove what both wrote."""
+    session = DbtProcessProject(
+        tmp_path / "session", schema="t_shared", jvm_flags=TEST_JVM_FLAGS, **metastore.spark_conf()
+    )
+    session.write_model("shared_daily", with_vars(SHARED_DAILY_SQL, days=[0, 1]), SHARED_CONFIG)
+    session.dbt("run", "--select", "shared_daily")
+    assert "shared_daily" in metastore.query('select "TBL_NAME" from "TBLS"').split()
+
+    thrift = DbtProject(
+        tmp_path / "thrift",
+        schema="t_shared",
+        package_dir=REPO_ROOT,
+        profile_overrides={"method": "thrift", "host": "127.0.0.1", "port": server.port},
+    )
+    thrift.setup()
+    thrift.write_model("shared_daily", with_vars(SHARED_DAILY_SQL, days=[1], tag=1), SHARED_CONFIG)
+    thrift.run("shared_daily")
+
+    (session.root / "models" / "shared_daily.yml").write_text(SHARED_TESTS_YML)
+    session.dbt("test", "--select", "shared_daily")  # raises if a test fails
+    client = ThriftClient("127.0.0.1", server.port)
+    rows = dict(client.query("select payload like 'r1-%', count(*) from t_shared.shared_daily group by 1"))
+    assert rows == {True: 3000, False: 3000}
+    meta = read_table_metadata(client, "t_shared.shared_daily")
+    assert [(p.path, p.files) for p in meta.partitions] == [("day=2024-01-01", 4), ("day=2024-01-02", 4)]

@@ -1,39 +1,17 @@
-"""The session extension against plans without it: 200 random queries over
-Hive-hash (bucketing v1 and v2), Spark-hash, evolving and plain tables (two- and three-table joins
-of every kind on the bucket columns, on more than them and on others,
-aggregates, windows, unions grouped or joined on the bucket column, counts
-past the coalescing ratio (4 or 8 and 64), sorted tables whose buckets span
-several partitions (their files merged), filters on partitions, keys and
-NULLs; negative keys), each answering as the plan with bucketing and the
-extension off.
-
-Replay a failure with SB_SEED=<seed printed> pytest tests/test_extension_randomized.py
-"""
+"""Random queries over the session extension's test tables
+(tests/support/extension_tables.py), for the randomized test in
+tests/test_extension.py: two- and three-table joins of every kind on the
+bucket columns, on more than them and on others, aggregates, windows,
+unions grouped or joined on the bucket column, counts past the coalescing
+ratio, sorted tables whose buckets span several partitions, filters on
+partitions, keys and NULLs; and what to look for in their plans."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
 
-import pytest
-
-from harness.spark import extension_on, session_settings
-from spark_bucketing.contracts import MERGED_FILES_SETTING
-from tests.support.extension_tables import (
-    EVOLVING,
-    HIVE_V2_EVOLVING,
-    TABLES,
-    build_tables,
-    reference_rows,
-    sorted_rows,
-)
-
-
-@pytest.fixture(scope="module")
-def tables(spark, dbt_project):
-    return build_tables(spark, dbt_project)
-
+from tests.support.extension_tables import EVOLVING, HIVE_V2_EVOLVING, TABLES
 
 EVOLVING_SCAN = re.compile(r"FileScan \w+ [\w.]*\.(?:" + "|".join(EVOLVING) + r")\[.*SelectedBucketsCount")
 # Hive bucketing v2 tables (v8d, on a double key, is read unbucketed).
@@ -176,43 +154,3 @@ def random_query(rng: random.Random, t: str) -> str:
         join = rng.choice(["join", "left join", "full join"])
         return f"select count(*), sum(hash(u.k, u.v, z.v)) from {union} {join} {source(t, c, 'z')} on u.k = z.k"
     return f"select k, v, rank() over (partition by k order by v) from {source(t, a, 'w')} where k < 60"
-
-
-def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
-    seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
-    print(f"SB_SEED={seed}")
-    rng = random.Random(seed)
-    evolving_bucketed = kept = unions = cloned = v2 = merged = 0
-    for i in range(200):
-        sql = random_query(rng, tables)
-        # Merging a bucket's sorted files is off by default (the Sort measured faster): on here, to check its answers.
-        with extension_on(spark), session_settings(spark, {MERGED_FILES_SETTING: "16"}):
-            # One plan for both: the plan the query starts from, then its answer.
-            df = spark.sql(sql)
-            executed = df._jdf.queryExecution().executedPlan()
-            plan = executed.toString()
-            unions += kept_union(executed)
-            got = sorted_rows(df)
-        evolving_bucketed += bool(EVOLVING_SCAN.search(plan))
-        kept += "BucketsKeptForJoin" in plan
-        cloned += "ClonedBuckets" in plan
-        v2 += bool(HIVE_V2_SCAN.search(plan))
-        merged += "MergedSortedBuckets" in plan
-        assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"
-    print(
-        f"{evolving_bucketed} of 200 queries read an evolving table bucketed, {kept} kept a join on more keys,"
-        f" {unions} kept a union's placement, {cloned} read a smaller side once per bucket of the larger,"
-        f" {v2} read a Hive v2 table bucketed, {merged} merged a bucket's sorted files"
-    )
-    # A sorted table across partitions joined or aggregated on k (one pair in twelve from SORTED_PAIRS).
-    assert merged >= 5, f"SB_SEED={seed}: {merged} queries merged a bucket's sorted files"
-    # A v2 table among the sides (one pair in ten drawn from HIVE_V2_PAIRS), read bucketed.
-    assert v2 >= 10, f"SB_SEED={seed}: {v2} queries read a Hive v2 table bucketed"
-    # Counts past the coalescing ratio joined on the bucket columns: about one query in fifteen.
-    assert cloned >= 5, f"SB_SEED={seed}: {cloned} queries joined counts past the coalescing ratio at the larger"
-    # A union of two tables of one placement: about one query in twenty.
-    assert unions >= 3, f"SB_SEED={seed}: {unions} queries kept a union's placement"
-    # Joins on more than the bucket columns of two package tables: about one query in seven.
-    assert kept >= 5, f"SB_SEED={seed}: {kept} queries kept both sides of a join on more than the bucket columns"
-    # The draw reads an evolving table bucketed (its selected days on one spec) in about one query in twelve.
-    assert evolving_bucketed >= 5, f"SB_SEED={seed}: {evolving_bucketed} queries read an evolving table bucketed"

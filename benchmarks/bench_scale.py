@@ -26,12 +26,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from harness.dbt_process import DbtProcessProject  # noqa: E402
 from spark_bucketing.files import data_files  # noqa: E402
+
+if TYPE_CHECKING:
+    from harness.metastore_service import MetastoreService
+    from harness.thrift_server import ThriftServer
 
 FACT = """
 select id as order_id,
@@ -130,7 +135,9 @@ def project_with_events(root: Path, **spark_conf: str) -> Counted:
     return Counted(DbtProcessProject(root, **event_conf(events, **spark_conf)), events)
 
 
-def project_on_thrift_server(root: Path, server_conf: dict, service) -> tuple[Counted, object]:
+def project_on_thrift_server(
+    root: Path, server_conf: dict, service: MetastoreService | None
+) -> tuple[Counted, ThriftServer]:
     """A project whose runs go to one Spark Thrift Server (dbt-spark's
     method: thrift), started here with the benchmark's settings plus
     `server_conf` (local[2], the JVM's default flags, its own Derby or the
@@ -140,9 +147,10 @@ def project_on_thrift_server(root: Path, server_conf: dict, service) -> tuple[Co
     from harness.thrift_server import ThriftServer
 
     events = root / "events"
+    # The tests' and the session projects' setting (DbtProcessProject), so both connections plan alike.
     conf = event_conf(events, **{"spark.sql.autoBroadcastJoinThreshold": "-1", **server_conf})
-    server = ThriftServer(root / "thrift-server", conf=conf, metastore=service, jvm_flags="")
     (root / "thrift-server").mkdir(parents=True, exist_ok=True)
+    server = ThriftServer(root / "thrift-server", conf=conf, metastore=service, jvm_flags="")
     server.start()
     return Counted(DbtProcessProject(root, thrift_port=server.port), events), server
 
@@ -224,7 +232,7 @@ def incremental(
     hashes: list[str],
     with_extension: bool,
     models_per_side: int = 1,
-    service=None,
+    service: MetastoreService | None = None,
     thrift: bool = False,
 ) -> None:
     """`with_extension`: every dbt process loads the session extension (ours
@@ -295,7 +303,7 @@ def incremental_runs(
             else ""
         )
     )
-    print("model s: dbt's time for the model; wall s: the whole `dbt run` process (with method session, JVM start too)")
+    print("model s: dbt's time for the model; wall s: the whole `dbt run` (with method session, its JVM's start too)")
     print(
         f"{'partitions':>10} {'run':<28} {'side':<26} {'model s':>8} {'vs stock':>9} {'wall s':>7} {'vs stock':>9}"
         f" {'vs smallest':>11} {'stmts':>6} {'jobs':>5}"

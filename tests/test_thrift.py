@@ -36,6 +36,14 @@ select cast(id % 97 as int) as customer_id, id as event_id, concat('r{{ var("tag
        date_add(date'2024-01-01', d) as day
 from range(0, 3000, 1, 6) cross join (select explode(array({{ var('days', [0, 1]) | join(', ') }})) as d)
 """
+DAILY_CONFIG = {
+    "materialized": "bucketed_incremental",
+    "clustered_by": "customer_id",
+    "buckets": 4,
+    "bucket_hash": "spark",
+    "partition_by": "day",
+    "incremental_strategy": "insert_overwrite",
+}
 NO_BROADCAST = "spark.sql.autoBroadcastJoinThreshold"
 LOOKUP_JOIN_SQL = """
 select a.customer_id, count(*) as n
@@ -51,6 +59,11 @@ from {{ ref('events_hive') }} a
 join {{ ref('events_hive') }} b on a.customer_id = b.customer_id
 group by a.region
 """
+
+
+def layout_and_metadata_tests(model: str) -> str:
+    """A models: entry of a schema file attaching the package's two tests to `model`."""
+    return f"  - name: {model}\n    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n"
 
 
 @pytest.fixture(scope="module")
@@ -107,25 +120,14 @@ def thrift_project(server, tmp_path_factory, dbt_project):
                 "sorted_by": ["event_id"],
             },
         )
-    project.write_model(
-        "daily",
-        DAILY_SQL,
-        {
-            "materialized": "bucketed_incremental",
-            "clustered_by": "customer_id",
-            "buckets": 4,
-            "bucket_hash": "spark",
-            "partition_by": "day",
-            "incremental_strategy": "insert_overwrite",
-        },
-    )
+    project.write_model("daily", DAILY_SQL, DAILY_CONFIG)
     project.write_model("lookup_join", LOOKUP_JOIN_SQL, {"materialized": "view"})
     project.write_model("hive_join", HIVE_JOIN_SQL, {"materialized": "view"})
     project.write_file(
         "models/schema.yml",
         "version: 2\nmodels:\n"
         + "".join(f"  - name: events_{f}\n    data_tests: [spark_bucketing.bucket_layout]\n" for f in ("hive", "spark"))
-        + "  - name: daily\n    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n",
+        + layout_and_metadata_tests("daily"),
     )
     return project
 
@@ -317,24 +319,8 @@ def test_hive_hash_join_without_exchange_through_thrift(server, thrift_project):
     assert found["shuffle_free"] is False and found["plan_shuffles"] == [True, True], found
 
 
-# Each run writes the days of var('days'); the tag marks the run's rows.
-SHARED_DAILY_SQL = """
-select cast(id % 97 as int) as customer_id, id as event_id, concat('r{{ var("tag", 0) }}-', id) as payload,
-       date_add(date'2024-01-01', d) as day
-from range(0, 3000, 1, 6) cross join (select explode(array({{ var('days') | join(', ') }})) as d)
-"""
-SHARED_CONFIG = {
-    "materialized": "bucketed_incremental",
-    "clustered_by": "customer_id",
-    "buckets": 4,
-    "bucket_hash": "hive",
-    "partition_by": "day",
-    "incremental_strategy": "insert_overwrite",
-}
-SHARED_TESTS_YML = (
-    "version: 2\nmodels:\n  - name: shared_daily\n"
-    "    data_tests: [spark_bucketing.bucket_layout, spark_bucketing.bucket_metadata]\n"
-)
+# The daily model, Hive-hash: each run writes the days of var('days'), the tag marks its rows.
+SHARED_CONFIG = {**DAILY_CONFIG, "bucket_hash": "hive"}
 
 
 def test_a_dbt_session_and_the_thrift_server_share_the_metastore_service(metastore, server, tmp_path):
@@ -344,7 +330,7 @@ def test_a_dbt_session_and_the_thrift_server_share_the_metastore_service(metasto
     session = DbtProcessProject(
         tmp_path / "session", schema="t_shared", jvm_flags=TEST_JVM_FLAGS, **metastore.spark_conf()
     )
-    session.write_model("shared_daily", with_vars(SHARED_DAILY_SQL, days=[0, 1]), SHARED_CONFIG)
+    session.write_model("shared_daily", with_vars(DAILY_SQL, days=[0, 1]), SHARED_CONFIG)
     session.dbt("run", "--select", "shared_daily")
     assert "shared_daily" in metastore.query('select "TBL_NAME" from "TBLS"').split()
 
@@ -355,10 +341,11 @@ def test_a_dbt_session_and_the_thrift_server_share_the_metastore_service(metasto
         profile_overrides={"method": "thrift", "host": "127.0.0.1", "port": server.port},
     )
     thrift.setup()
-    thrift.write_model("shared_daily", with_vars(SHARED_DAILY_SQL, days=[1], tag=1), SHARED_CONFIG)
+    thrift.write_model("shared_daily", with_vars(DAILY_SQL, days=[1], tag=1), SHARED_CONFIG)
     thrift.run("shared_daily")
 
-    (session.root / "models" / "shared_daily.yml").write_text(SHARED_TESTS_YML)
+    tests_yml = "version: 2\nmodels:\n" + layout_and_metadata_tests("shared_daily")
+    (session.root / "models" / "shared_daily.yml").write_text(tests_yml)
     session.dbt("test", "--select", "shared_daily")  # raises if a test fails
     client = ThriftClient("127.0.0.1", server.port)
     rows = dict(client.query("select payload like 'r1-%', count(*) from t_shared.shared_daily group by 1"))

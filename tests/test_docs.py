@@ -18,6 +18,7 @@ def configs_read_by_macros() -> set[str]:
     text = "\n".join(p.read_text() for p in (ROOT / "macros").rglob("*.sql"))
     names = set(re.findall(r"config\.get\('(\w+)'", text))
     names |= set(re.findall(r"column_list_config\('(\w+)'", text))
+    names |= set(re.findall(r"seconds_config\('(\w+)'", text))
     for group in re.findall(r"for config_name in \(([^)]*)\)", text):
         names |= set(re.findall(r"'(\w+)'", group))
     return names

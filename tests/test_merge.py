@@ -276,7 +276,11 @@ def test_the_table_side_of_a_merge_is_read_bucketed_without_a_shuffle(spark, dbt
     (write,) = [s for s in statements if marker in s.lower()]
     select = write[write.lower().index("select", write.lower().index(marker)) :]
     plan = plans.executed_plan(spark, select)
-    scans = {table.rsplit(".", 1)[-1]: shuffled for table, shuffled in _shuffled_scans(plan).items()}
+    # A side entry is named after its run (<alias>__dbt_new_<run>): the run id is left out.
+    scans = {
+        re.sub(r"_r[0-9]+_[0-9a-f]{12}$", "", table.rsplit(".", 1)[-1]): shuffled
+        for table, shuffled in _shuffled_scans(plan).items()
+    }
     # The table's side is read bucketed with no Exchange; only the new rows are
     # shuffled, and the join's tasks are the buckets: the write adds no shuffle.
     assert scans == {name: False, f"{name}__dbt_new": True}, plan

@@ -9,6 +9,13 @@
 
 {% macro metadata_prefix() %}{{ return('spark_bucketing.') }}{% endmacro %}
 
+{% macro commit_key() %}
+  {#- The table property that numbers the commits to the table (each run's
+      switch and records, under the commit lock): a run that finds it
+      changed since it read the table plans its switch anew. -#}
+  {{ return(spark_bucketing.metadata_prefix() ~ 'commit') }}
+{% endmacro %}
+
 {% macro partition_key(path) %}
   {#- The property key of a partition's record. The Hive metastore holds keys
       of up to 256 characters; a longer one is named by the MD5 of the path
@@ -17,16 +24,18 @@
   {{ return(key if key | length <= 256 else spark_bucketing.metadata_prefix() ~ 'partition.md5:' ~ local_md5(path)) }}
 {% endmacro %}
 
-{% macro stats_records(spec, stats, accounting=none) %}
+{% macro stats_records(spec, stats, accounting=none, commit=none) %}
   {#- {path: record} of `stats` (from partition_stats) written with `spec`,
-      with a merge's row accounting of each partition: the one place a
-      record is made, whichever format stores it. -#}
+      with a merge's row accounting of each partition and the number of the
+      commit that publishes it: the one place a record is made, whichever
+      format stores it. -#}
   {%- set record = spark_bucketing.spec_record(spec) -%}
   {%- set out = {} -%}
   {%- for s in stats -%}
     {%- set entry = record.copy() -%}
     {%- do entry.update({'files': s.files, 'rows': s.rows, 'location': s.location, 'values': s['values'],
                          'path': s.path, 'written_at': run_started_at.isoformat()}) -%}
+    {%- if commit is not none -%}{%- do entry.update({'commit': commit}) -%}{%- endif -%}
     {%- if accounting is not none -%}
       {%- do entry.update({'merge': accounting[spark_bucketing.values_key(s['values'], spec.partition_by)]}) -%}
     {%- endif -%}
@@ -35,11 +44,12 @@
   {{ return(out) }}
 {% endmacro %}
 
-{% macro metadata_properties(spec, stats, accounting=none) %}
-  {#- Format 1: the properties that record `stats` written with `spec`. -#}
+{% macro metadata_properties(spec, stats, accounting=none, commit=none) %}
+  {#- Format 1: the properties that record `stats` written with `spec` (by commit number `commit`). -#}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
   {%- set props = {prefix ~ 'format_version': '1', prefix ~ 'spec': tojson(spark_bucketing.spec_record(spec))} -%}
-  {%- for path, entry in spark_bucketing.stats_records(spec, stats, accounting).items() -%}
+  {%- if commit is not none -%}{%- do props.update({spark_bucketing.commit_key(): commit | string}) -%}{%- endif -%}
+  {%- for path, entry in spark_bucketing.stats_records(spec, stats, accounting, commit).items() -%}
     {%- do props.update({spark_bucketing.partition_key(path) if spec.partition_by else (prefix ~ 'table'): tojson(entry)}) -%}
   {%- endfor -%}
   {{ return(props) }}
@@ -70,6 +80,7 @@
 {% macro read_metadata(relation, props=none, records=true) %}
   {#- {'spec': record or none, 'partitions': {path: record}, 'keys': {path: property key},
        'table': record or none, 'version': format version or none,
+       'commit': the number of the table's latest commit (commit_key; 0 for none),
        'summary': format 2's summary or none, 'moving': in format 1, whether
        a run that moved the table to format 2 failed after its switch}. The
       records are parsed in one fromjson and paired with their keys by zip:
@@ -84,7 +95,8 @@
     {#- 'keys': format 1's record properties a move to format 2 left, for the next run to unset. -#}
     {%- set leftover = spark_bucketing.prefixed_keys(props, prefix ~ 'partition.') -%}
     {%- set out = {'spec': fromjson(props.get(prefix ~ 'spec', 'null')), 'partitions': {}, 'keys': dict(zip(leftover, leftover)), 'table': none, 'version': '2',
-                   'summary': summary if summary is mapping and 'specs' in summary else none, 'moving': false} -%}
+                   'summary': summary if summary is mapping and 'specs' in summary else none, 'moving': false,
+                   'commit': props.get(spark_bucketing.commit_key(), '0') | int} -%}
     {%- if records -%}
       {%- do spark_bucketing.require_records_extension(relation, spark_bucketing.extension_loaded(), "cannot be read") -%}
       {%- do out.update({'partitions': dict(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none'))}) -%}
@@ -112,7 +124,7 @@
   {%- endif -%}
   {%- set out = {'spec': none, 'partitions': dict(zip(paths, records)), 'keys': dict(zip(paths, keys)), 'table': none,
                  'version': props.get(prefix ~ 'format_version'), 'summary': none,
-                 'moving': spark_bucketing.summary_key() in props} -%}
+                 'moving': spark_bucketing.summary_key() in props, 'commit': props.get(spark_bucketing.commit_key(), '0') | int} -%}
   {%- if prefix ~ 'spec' in props -%}{%- do out.update({'spec': fromjson(props[prefix ~ 'spec'])}) -%}{%- endif -%}
   {%- if prefix ~ 'table' in props -%}{%- do out.update({'table': fromjson(props[prefix ~ 'table'])}) -%}{%- endif -%}
   {{ return(out) }}

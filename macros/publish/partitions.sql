@@ -3,35 +3,6 @@
     switch the table's partitions to them and record them, then declare the
     spec the partitions agree on. Reads only the partitions it writes. -#}
 
-{% macro replacement_scope(rels, spec, replaced_partitions, extension, listed) %}
-  {#- What a write replaces, from the catalog: {'listed': the written
-      partitions, {path: values}, 'catalog': the paths of the table's
-      partitions (a set), 'emptied': {path: values} of replaced partitions
-      (static partitions, a merge's scope) the new rows left empty,
-      'batched': whether the switch goes through the session extension
-      (`extension`: it is active; it reports the folders it replaces),
-      'other': a files_sql of the replaced partitions whose folders are
-      wanted (all of them, or with 'batched' the emptied ones), or none}.
-      Nothing here takes a Jinja step per partition of the table: a table of
-      10,000 partitions pays seconds for each. -#}
-  {%- set catalog = spark_bucketing.catalog_paths(rels.target) -%}
-  {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
-  {%- set emptied = {} -%}
-  {#- Only static partitions (and a merge's scope) are replaced without new
-      rows: with none, the table's other partitions are not looked at. -#}
-  {%- if to_replace -%}
-    {%- for path, values in spark_bucketing.paths_values(catalog | reject('in', listed) | sort).items()
-        if spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
-      {%- do emptied.update({path: values}) -%}
-    {%- endfor -%}
-  {%- endif -%}
-  {%- set switched = catalog | select('in', listed) | sort -%}
-  {%- set batched = switched | length > 0 and extension -%}
-  {%- set old_values = (emptied.values() | list) + ([] if batched else spark_bucketing.paths_values(switched).values() | list) -%}
-  {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied, 'batched': batched,
-             'other': spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none}) }}
-{% endmacro %}
-
 {% macro write_partitions(rels, spec, columns, plan, location, extension) %}
   {#- Writes the plan's rows under `location`: into a bucketed folder with
       no catalog entry where the session extension can (writes_folders,
@@ -61,8 +32,7 @@
     {%- for s in checked.stats -%}{%- do listed.update({s.path: s['values']}) -%}{%- endfor -%}
     {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, listed) -%}
     {%- do spark_bucketing.check_side_partitions(written, rels, location, checked.stats, none) -%}
-    {%- set other = spark_bucketing.folder_stats(run_query(spark_bucketing.with_folders_sql(scope.other, spec.partition_by | length)), spec.partition_by)
-        if scope.other is not none else [] -%}
+    {%- set other = spark_bucketing.replaced_folders(scope, spec).values() | list -%}
   {%- else -%}
     {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, spark_bucketing.catalog_partitions(written.relation)) -%}
     {%- set checked = spark_bucketing.verify_write(written, spec, location, rels, scope.other) -%}
@@ -149,45 +119,75 @@
   {%- endif -%}
 {% endmacro %}
 
+{% macro abandon_write(rels, written, location, extension, message) %}
+  {#- A run that must not publish (commit_state's conflict): its side
+      table and files go, the lock is released, and the run fails. -#}
+  {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
+  {%- if extension -%}
+    {%- do spark_bucketing.delete_table_folders(rels.target, [location]) -%}
+  {%- else -%}
+    {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
+  {%- endif -%}
+  {%- do spark_bucketing.release_commit_lock(rels) -%}
+  {%- do spark_bucketing.model_error(message ~ ". This run published nothing and its files are deleted; the table holds"
+      ~ " the other run's rows whole. Rerunning is safe: the rerun starts from them.") -%}
+{% endmacro %}
+
+{% macro switch_format_1(rels, meta, checked, state, plan, spec, extension) %}
+  {#- Format 1's switch and records; returns {'left': the folders the
+      switch moved partitions from (with the extension), 'published':
+      published_state}. -#}
+  {%- if meta.version == '2' -%}
+    {#- Back to format 1: every record into the table's properties first. -#}
+    {%- set meta = spark_bucketing.read_metadata(rels.target) -%}
+    {%- do spark_bucketing.records_to_properties(rels.target, meta.partitions) -%}
+  {%- endif -%}
+  {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting, state.commit) -%}
+  {%- if extension -%}
+    {%- set left = spark_bucketing.switch_in_one_statement(rels.target, checked.stats, state.scope.catalog, state.scope.emptied, written_props) -%}
+  {%- else -%}
+    {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, state.scope.catalog) -%}
+    {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
+    {%- do spark_bucketing.drop_partitions(rels.target, state.scope.emptied) -%}
+  {%- endif -%}
+  {{ return({'left': left, 'published': spark_bucketing.published_state(meta, state.scope, checked.stats, written_props, state.declared)}) }}
+{% endmacro %}
+
 {% macro publish_partitions(rels, info, meta, spec, columns, plan, extension) %}
   {#- `plan`: a strategy's plan (strategies/); `extension`: whether the
-      session extension is active (extension_active). Returns {'obsolete': the
+      session extension is active (extension_active). The write and its
+      check run beside other runs; from the switch to the declared spec the
+      run holds the table's commit lock, and plans on the table as the
+      runs before it left it (commit_state). Returns {'obsolete': the
       replaced folders inside the table's folder, for the caller to delete
       once everything is published}. -#}
-  {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id -%}
+  {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ rels.run_id -%}
   {%- set written = spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
   {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
-  {%- set scope = checked.scope -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
-  {%- set declared = spark_bucketing.undeclare_other_spec(rels, info, spec) -%}
+  {%- do spark_bucketing.acquire_commit_lock(rels) -%}
+  {%- set state = spark_bucketing.commit_state(rels, info, meta, spec, plan, checked, extension) -%}
+  {%- if state.conflict -%}{%- do spark_bucketing.abandon_write(rels, written, location, extension, state.conflict) -%}{%- endif -%}
+  {%- do state.update({'declared': spark_bucketing.undeclare_other_spec(rels, state.info, spec)}) -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
   {%- if spark_bucketing.records_format(spec) == '2' -%}
-    {%- set switched = spark_bucketing.switch_and_record(rels, meta, spec, checked.stats, scope, plan.accounting) -%}
+    {%- set switched = spark_bucketing.switch_and_record(rels, state.meta, spec, checked.stats, state.scope, plan.accounting, state.commit) -%}
     {%- set left = switched.left -%}
     {%- set published = {'records': none, 'common': spark_bucketing.common_spec(switched.counts) if switched.counts else spark_bucketing.spec_record(spec),
-                         'unlisted_keys': [], 'declared': declared, 'written': checked.stats | map(attribute='path') | list} -%}
+                         'unlisted_keys': [], 'declared': state.declared, 'written': checked.stats | map(attribute='path') | list} -%}
   {%- else -%}
-    {%- if meta.version == '2' -%}
-      {#- Back to format 1: every record into the table's properties first. -#}
-      {%- set meta = spark_bucketing.read_metadata(rels.target) -%}
-      {%- do spark_bucketing.records_to_properties(rels.target, meta.partitions) -%}
-    {%- endif -%}
-    {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting) -%}
-    {%- if extension -%}
-      {%- set left = spark_bucketing.switch_in_one_statement(rels.target, checked.stats, scope.catalog, scope.emptied, written_props) -%}
-    {%- else -%}
-      {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, scope.catalog) -%}
-      {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
-      {%- do spark_bucketing.drop_partitions(rels.target, scope.emptied) -%}
-    {%- endif -%}
-    {%- set published = spark_bucketing.published_state(meta, scope, checked.stats, written_props, declared) -%}
+    {%- set switched = spark_bucketing.switch_format_1(rels, state.meta, checked, state, plan, spec, extension) -%}
+    {%- set left = switched.left -%}
+    {%- set published = switched.published -%}
   {%- endif -%}
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
   {%- do spark_bucketing.converge(rels, spec, published) -%}
+  {%- do spark_bucketing.release_commit_lock(rels) -%}
+  {#- The folders the switch left: no partition points at them, and none will (other runs point theirs at their own). -#}
   {%- set obsolete = [] -%}
-  {%- for folder in (left or []) + (checked.replaced.values() | map(attribute='location') | list)
-      if folder and spark_bucketing.is_under(folder, info.location) -%}
+  {%- for folder in (left or []) + (state.replaced.values() | map(attribute='location') | list)
+      if folder and spark_bucketing.is_under(folder, state.info.location) -%}
     {%- do obsolete.append(folder) -%}
   {%- endfor -%}
   {{ return({'obsolete': obsolete}) }}

@@ -22,11 +22,13 @@
   {{ return(moves) }}
 {% endmacro %}
 
-{% macro summary_properties(spec, counts, listed) %}
-  {#- Format 2's table properties after a write with `spec`: the format, the spec and the summary. -#}
-  {{ return({spark_bucketing.metadata_prefix() ~ 'format_version': '2',
-             spark_bucketing.metadata_prefix() ~ 'spec': tojson(spark_bucketing.spec_record(spec)),
-             spark_bucketing.summary_key(): spark_bucketing.summary(counts, listed)}) }}
+{% macro summary_properties(spec, counts, listed, commit=none) %}
+  {#- Format 2's table properties after a write with `spec`: the format, the spec, the summary (and the commit number). -#}
+  {%- set props = {spark_bucketing.metadata_prefix() ~ 'format_version': '2',
+                   spark_bucketing.metadata_prefix() ~ 'spec': tojson(spark_bucketing.spec_record(spec)),
+                   spark_bucketing.summary_key(): spark_bucketing.summary(counts, listed)} -%}
+  {%- if commit is not none -%}{%- do props.update({spark_bucketing.commit_key(): commit | string}) -%}{%- endif -%}
+  {{ return(props) }}
 {% endmacro %}
 
 {% macro record_only_moves(records) %}
@@ -37,7 +39,7 @@
   {{ return(moves) }}
 {% endmacro %}
 
-{% macro switch_and_record(rels, meta, spec, stats, scope, accounting) %}
+{% macro switch_and_record(rels, meta, spec, stats, scope, accounting, commit) %}
   {#- Format 2's switch and record, in two statements: the extension's
       switch (the summary marked pending first, then the replaced
       partitions moved and the new ones added, each with its record, the
@@ -49,7 +51,7 @@
       the spec counts after the run, 'listed': the listed paths after it}. -#}
   {%- set before = spark_bucketing.records_to_move(rels.target, meta) if meta.version != '2' else none -%}
   {%- set counts = spark_bucketing.current_counts(rels.target, meta, scope.catalog, before) -%}
-  {%- set records = spark_bucketing.stats_records(spec, stats, accounting) -%}
+  {%- set records = spark_bucketing.stats_records(spec, stats, accounting, commit) -%}
   {%- set moves = spark_bucketing.record_moves(stats, records, scope.catalog) -%}
   {%- set replaced = stats | map(attribute='path') | select('in', scope.catalog) | list -%}
   {%- for values in scope.emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
@@ -63,7 +65,8 @@
   {#- Only the summary is marked: a table moving from format 1 stays in
       format 1, its records in its properties, until the summary is
       written. -#}
-  {%- set pending = {spark_bucketing.summary_key(): tojson({'pending': invocation_id})} -%}
+  {#- The commit number goes first too: a run that dies inside the switch has committed. -#}
+  {%- set pending = {spark_bucketing.summary_key(): tojson({'pending': rels.run_id}), spark_bucketing.commit_key(): commit | string} -%}
   {%- set result = run_query(spark_bucketing.switch_with_records_sql(rels.target, moves, pending)) -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}
   {#- The switch's rows follow the moves: the written partitions (the
@@ -82,7 +85,7 @@
   {%- endif -%}
   {%- set counts = spark_bucketing.counted(counts, removed, records.values() | list) -%}
   {%- set listed = (scope.catalog | reject('in', scope.emptied) | list) + (stats | map(attribute='path') | reject('in', scope.catalog) | list) -%}
-  {%- do spark_bucketing.set_properties(rels.target, spark_bucketing.summary_properties(spec, counts, listed)) -%}
+  {%- do spark_bucketing.set_properties(rels.target, spark_bucketing.summary_properties(spec, counts, listed, commit)) -%}
   {#- Format 1's record properties (left by an earlier move that failed after its summary, too). -#}
   {%- do spark_bucketing.unset_properties(rels.target, meta['keys'].values() | list) -%}
   {{ return({'left': left, 'counts': counts, 'listed': listed}) }}

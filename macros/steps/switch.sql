@@ -76,6 +76,8 @@
     {%- if s.path not in catalog and key in properties -%}{%- do before.update({key: properties[key]}) -%}{%- endif -%}
   {%- endfor -%}
   {%- for values in emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
+  {#- The commit number before anything moves: a run that dies inside the switch has committed. -#}
+  {%- do before.update(properties.items() | selectattr('0', 'equalto', spark_bucketing.commit_key())) -%}
   {%- set after = dict(properties.items() | rejectattr('0', 'in', before)) -%}
   {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, moves, before, after)) -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}

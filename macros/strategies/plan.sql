@@ -23,7 +23,7 @@
   {%- set info = spark_bucketing.table_info(existing) if existing is not none and existing.is_table else none -%}
   {%- set run = {'incr': incr, 'merge': merge, 'new_sql': new_sql, 'existing': existing, 'info': info, 'meta': none,
                  'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec,
-                 'extension': spark_bucketing.extension_active()} -%}
+                 'extension': spark_bucketing.extension_active(), 'run_id': rels.run_id} -%}
   {%- if not run.full_refresh -%}
     {#- The table's properties are read once per run. -#}
     {%- set meta = spark_bucketing.read_metadata(existing, records=false) -%}
@@ -42,7 +42,7 @@
 {% endmacro %}
 
 {% macro stage_location(run) %}
-  {{ return(run.info.location.rstrip('/') ~ '/_bucketing/' ~ invocation_id ~ '__new') }}
+  {{ return(run.info.location.rstrip('/') ~ '/_bucketing/' ~ run.run_id ~ '__new') }}
 {% endmacro %}
 
 {% macro strategy_plan(run, whole, content, staged=none, replaced_partitions=none, accounting=none, bucketed_rows=false) %}
@@ -51,8 +51,10 @@
       (stage) to drop afterwards, the partitions replaced even where the new rows
       leave them empty, a merge's row accounting, and whether `content`
       already holds each bucket's rows in one task. -#}
+  {#- 'reads_old_rows': the rows are made from the partitions' old rows (a commit of another run to one of them since is a conflict). -#}
   {{ return({'content': content, 'whole': whole, 'staged': staged, 'stage_location': spark_bucketing.stage_location(run),
-             'replaced_partitions': replaced_partitions, 'accounting': accounting, 'bucketed_rows': bucketed_rows}) }}
+             'replaced_partitions': replaced_partitions, 'accounting': accounting, 'bucketed_rows': bucketed_rows,
+             'strategy': run.incr.strategy, 'reads_old_rows': run.incr.strategy in ('append', 'merge')}) }}
 {% endmacro %}
 
 {% macro stage(rels, run, columns, list_partitions) %}

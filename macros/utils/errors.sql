@@ -8,7 +8,20 @@
 {% endmacro %}
 
 {% macro model_error(message) %}
+  {%- do spark_bucketing.release_held_lock() -%}
   {%- do exceptions.raise_compiler_error("spark_bucketing: model '" ~ model.unique_id ~ "': " ~ message) -%}
+{% endmacro %}
+
+{% macro release_held_lock() %}
+  {#- A run that fails on purpose (an error of the package's, an injected
+      failure) while it holds its table's commit lock (steps/lock.sql)
+      releases it first, so the runs waiting for it go on. A statement that
+      fails in the commit leaves the entry until commit_lock_expiry. -#}
+  {%- set held = model.get('spark_bucketing_lock_entry') -%}
+  {%- if held -%}
+    {%- call statement('spark_bucketing_lock') -%}drop view if exists {{ held }}{%- endcall -%}
+    {%- do model.pop('spark_bucketing_lock_entry') -%}
+  {%- endif -%}
 {% endmacro %}
 
 {% macro checkpoint(step) %}
@@ -18,6 +31,7 @@
       it does not make dbt parse the whole project again, as a change of
       --vars does. -#}
   {%- if spark_bucketing.injected_failure(step) -%}
+    {%- do spark_bucketing.release_held_lock() -%}
     {%- do exceptions.raise_compiler_error("spark_bucketing: injected failure at step '" ~ step ~ "'") -%}
   {%- endif -%}
 {% endmacro %}

@@ -1,0 +1,89 @@
+{#- A run's commit, under the table's commit lock (steps/lock.sql): the
+    state it publishes into, read again where another run committed since
+    this run read the table, and the check that no such commit touched the
+    partitions whose old rows this run's rows were made from. -#}
+
+{% macro replacement_scope(rels, spec, replaced_partitions, extension, listed) %}
+  {#- What a write replaces, from the catalog: {'listed': the written
+      partitions, {path: values}, 'catalog': the paths of the table's
+      partitions (a set), 'emptied': {path: values} of replaced partitions
+      (static partitions, a merge's scope) the new rows left empty,
+      'batched': whether the switch goes through the session extension
+      (`extension`: it is active; it reports the folders it replaces),
+      'other': a files_sql of the replaced partitions whose folders are
+      wanted (all of them, or with 'batched' the emptied ones), or none}.
+      Nothing here takes a Jinja step per partition of the table: a table of
+      10,000 partitions pays seconds for each. -#}
+  {%- set catalog = spark_bucketing.catalog_paths(rels.target) -%}
+  {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
+  {%- set emptied = {} -%}
+  {#- Only static partitions (and a merge's scope) are replaced without new
+      rows: with none, the table's other partitions are not looked at. -#}
+  {%- if to_replace -%}
+    {%- for path, values in spark_bucketing.paths_values(catalog | reject('in', listed) | sort).items()
+        if spark_bucketing.values_in(values, to_replace, spec.partition_by) -%}
+      {%- do emptied.update({path: values}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- set switched = catalog | select('in', listed) | sort -%}
+  {%- set batched = switched | length > 0 and extension -%}
+  {%- set old_values = (emptied.values() | list) + ([] if batched else spark_bucketing.paths_values(switched).values() | list) -%}
+  {{ return({'listed': listed, 'catalog': catalog, 'emptied': emptied, 'batched': batched,
+             'other': spark_bucketing.files_sql(rels.target, spec.partition_by, old_values) if old_values else none}) }}
+{% endmacro %}
+
+{% macro replaced_folders(scope, spec) %}
+  {#- {path: stats} of the folders of the replaced partitions that
+      replacement_scope wants listed (scope.other), one query. -#}
+  {%- set out = {} -%}
+  {%- if scope.other is not none -%}
+    {%- for s in spark_bucketing.folder_stats(run_query(spark_bucketing.with_folders_sql(scope.other, spec.partition_by | length)), spec.partition_by) -%}
+      {%- do out.update({s.path: s}) -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro commit_state(rels, info, meta, spec, plan, checked, extension) %}
+  {#- The table as this run publishes into it, read under the commit lock:
+      {'info', 'meta', 'scope', 'replaced', 'commit': this commit's number}.
+      Where no run committed since this run read the table (the same commit
+      number), what the run planned from; else read again (the table's
+      description, its metadata, the scope of the switch and the folders it
+      replaces), and 'conflict': why the run must not publish (conflict), or none. -#}
+  {%- set fresh = spark_bucketing.read_metadata(rels.target, records=false) -%}
+  {%- if fresh.commit == meta.commit -%}
+    {{ return({'info': info, 'meta': meta, 'scope': checked.scope, 'replaced': checked.replaced, 'commit': meta.commit + 1, 'conflict': none}) }}
+  {%- endif -%}
+  {%- set now_info = spark_bucketing.table_info(rels.target) -%}
+  {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.scope.listed) -%}
+  {%- set conflict = spark_bucketing.conflict(rels, info, now_info, meta, fresh, plan, scope) -%}
+  {%- do log("spark_bucketing: " ~ rels.target ~ ": " ~ (fresh.commit - meta.commit) ~ " commit(s) of other runs since this run read the table; its switch is planned on the table as they left it", info=true) -%}
+  {{ return({'info': now_info, 'meta': fresh, 'scope': scope, 'replaced': {} if conflict else spark_bucketing.replaced_folders(scope, spec),
+             'commit': fresh.commit + 1, 'conflict': conflict}) }}
+{% endmacro %}
+
+{% macro conflict(rels, info, now_info, meta, fresh, plan, scope) %}
+  {#- Why the run must not publish, or none: a commit since it read the
+      table makes its rows wrong. The table was rebuilt into another folder
+      (this run's folder went with the old one); or, for a run whose rows
+      were made from partitions' old rows (append, merge), a partition it
+      writes or empties was committed by another run since. An
+      insert_overwrite's rows do not depend on the old ones: its switch is
+      planned anew and it lands, the later commit's rows whole. -#}
+  {%- if not spark_bucketing.same_location(now_info.location, info.location) -%}
+    {{ return("another run rebuilt " ~ rels.target ~ " into " ~ now_info.location ~ " while this run wrote into " ~ info.location) }}
+  {%- endif -%}
+  {%- if plan.reads_old_rows -%}
+    {%- set records = fresh.partitions if fresh.version != '2' else spark_bucketing.all_partition_records(rels.target) -%}
+    {%- for path in (scope.listed.keys() | list) + (scope.emptied.keys() | list) -%}
+      {%- set rec = records.get(path) -%}
+      {%- if rec is not none and rec.get('commit', 0) > meta.commit -%}
+        {{ return("another run committed partition " ~ path ~ " of " ~ rels.target ~ " (commit " ~ rec.commit ~ ", its files in "
+            ~ rec.location ~ ") after this run read the table (commit " ~ meta.commit ~ "), and this run's "
+            ~ plan.strategy ~ " made its rows from the partition's rows as they were before") }}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(none) }}
+{% endmacro %}

@@ -1,0 +1,98 @@
+{#- The table's commit lock: one run at a time switches, records, re-declares
+    or swaps a table; every other step of a run (the query, the write, its
+    check) runs beside other runs. Built from catalog entries of unique names
+    (views of `select 1`), so no statement here fails because another run made
+    the same one at the same moment, on any metastore: Lamport's bakery. A run
+    marks itself choosing (`<alias>__dbt_lock_c_<epoch>_<run>`), takes a
+    ticket one above every ticket listed (`<alias>__dbt_lock_t<n>_<epoch>_<run>`),
+    drops its mark, then holds the lock once a listing shows no run choosing
+    and no smaller ticket (ties by run id). An entry older than
+    commit_lock_expiry is a dead run's and is dropped; a run that fails in
+    its commit through the package's own errors releases it
+    (release_held_lock). -#}
+
+{% macro lock_prefix(alias) %}
+  {{ return(alias | lower ~ '__dbt_lock_') }}
+{% endmacro %}
+
+{% macro lock_entries(schema_relation, alias) %}
+  {#- The lock entries of `alias`'s table: [{'name', 'ticket' (none for a
+      choosing mark), 'epoch', 'run'}], one SHOW TABLES. -#}
+  {%- set prefix = spark_bucketing.lock_prefix(alias) -%}
+  {%- set pattern = '^' ~ modules.re.escape(prefix) ~ '(c|t([0-9]+))_([0-9]+)_(r[0-9]+_[0-9a-f]{12})$' -%}
+  {%- set out = [] -%}
+  {%- for name in run_query('show tables in ' ~ schema_relation.schema ~ " like '" ~ prefix ~ "*'").columns[1].values() -%}
+    {%- set m = modules.re.match(pattern, name) -%}
+    {%- if m -%}
+      {%- do out.append({'name': name, 'ticket': m.group(2) | int if m.group(2) else none, 'epoch': m.group(3) | int, 'run': m.group(4)}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro lock_entry(rels, name) %}
+  {{ return(api.Relation.create(identifier=name, schema=rels.target.schema, database=rels.target.database, type='view')) }}
+{% endmacro %}
+
+{% macro create_lock_entry(rels, name) %}
+  {%- call statement('spark_bucketing_lock') -%}create view {{ spark_bucketing.lock_entry(rels, name) }} as select 1 as held{%- endcall -%}
+{% endmacro %}
+
+{% macro drop_lock_entry(rels, name) %}
+  {%- call statement('spark_bucketing_lock') -%}drop view if exists {{ spark_bucketing.lock_entry(rels, name) }}{%- endcall -%}
+{% endmacro %}
+
+{% macro take_ticket(rels) %}
+  {#- Marks the run choosing, takes its ticket, drops the mark; returns the ticket's entry name. -#}
+  {%- set prefix = spark_bucketing.lock_prefix(rels.target.identifier) -%}
+  {%- set choosing = prefix ~ 'c_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
+  {%- do spark_bucketing.create_lock_entry(rels, choosing) -%}
+  {%- set tickets = spark_bucketing.lock_entries(rels.target, rels.target.identifier) | rejectattr('ticket', 'none') | map(attribute='ticket') | list -%}
+  {%- set mine = prefix ~ 't' ~ '%06d' | format((tickets | max if tickets else 0) + 1) ~ '_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
+  {%- do spark_bucketing.create_lock_entry(rels, mine) -%}
+  {%- do spark_bucketing.drop_lock_entry(rels, choosing) -%}
+  {{ return(mine) }}
+{% endmacro %}
+
+{% macro lock_blocker(rels, entries, ticket) %}
+  {#- The entry that keeps the run holding `ticket` from the lock (a run
+      choosing, or a smaller ticket), or none: the run holds the lock. -#}
+  {%- set mine = entries | selectattr('run', 'equalto', rels.run_id) | rejectattr('ticket', 'none') | first -%}
+  {%- for e in entries if e.run != rels.run_id and (e.ticket is none or (e.ticket, e.run) < (mine.ticket, mine.run)) -%}
+    {{ return(e) }}
+  {%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{% macro acquire_commit_lock(rels) %}
+  {#- Waits until this run holds the table's commit lock (at most
+      commit_lock_wait seconds, polling each second), dropping the entries
+      of dead runs (older than commit_lock_expiry) on the way. -#}
+  {%- set ticket = spark_bucketing.take_ticket(rels) -%}
+  {%- set ns = namespace(blocker=none, held=false) -%}
+  {%- for attempt in range(spark_bucketing.commit_lock_wait() + 1) if not ns.held -%}
+    {%- if attempt > 0 -%}{%- do spark_bucketing.sleep_seconds(1) -%}{%- endif -%}
+    {%- set entries = spark_bucketing.lock_entries(rels.target, rels.target.identifier) -%}
+    {%- set expired = entries | rejectattr('run', 'equalto', rels.run_id) | selectattr('epoch', 'lt', spark_bucketing.epoch_now() - spark_bucketing.commit_lock_expiry()) | list -%}
+    {%- for e in expired -%}
+      {%- do log("spark_bucketing: " ~ rels.target ~ ": dropping the lock entry " ~ e.name ~ " of run " ~ e.run
+          ~ ", older than commit_lock_expiry (" ~ spark_bucketing.commit_lock_expiry() ~ " s): its run died", info=true) -%}
+      {%- do spark_bucketing.drop_lock_entry(rels, e.name) -%}
+    {%- endfor -%}
+    {%- set ns.blocker = spark_bucketing.lock_blocker(rels, entries | reject('in', expired) | list, ticket) -%}
+    {%- set ns.held = ns.blocker is none -%}
+  {%- endfor -%}
+  {%- if not ns.held -%}
+    {%- do spark_bucketing.drop_lock_entry(rels, ticket) -%}
+    {%- do spark_bucketing.model_error("waited commit_lock_wait (" ~ spark_bucketing.commit_lock_wait() ~ " s) for the commit lock of "
+        ~ rels.target ~ ", held by run " ~ ns.blocker.run ~ " (entry " ~ ns.blocker.name ~ "). This run published nothing: rerunning is safe."
+        ~ " Raise commit_lock_wait to wait longer; if no run of this model is alive, drop view " ~ rels.target.schema ~ "." ~ ns.blocker.name) -%}
+  {%- endif -%}
+  {%- do rels.update({'lock_ticket': ticket}) -%}
+  {%- do model.update({'spark_bucketing_lock_entry': spark_bucketing.lock_entry(rels, ticket) | string}) -%}
+{% endmacro %}
+
+{% macro release_commit_lock(rels) %}
+  {%- do spark_bucketing.drop_lock_entry(rels, rels.pop('lock_ticket')) -%}
+  {%- do model.pop('spark_bucketing_lock_entry', none) -%}
+{% endmacro %}

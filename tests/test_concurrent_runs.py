@@ -1,0 +1,250 @@
+"""Many writers, one table: `dbt run` processes (method: session, each its
+own JVM) write one table at once through a Hive metastore service on
+Postgres, as a parallel backfill does. Each round starts several runs at
+random offsets, with mixed strategies and days that overlap in some rounds,
+and a failure injected into one run at a random step in some rounds. After
+every round each day holds the rows of the runs that landed, applied whole in
+some order (never a mixture, never empty), `bucket_layout` and
+`bucket_metadata` pass, and no lock entry is left; a run that lost a conflict
+says so and that rerunning is safe. Seed printed (SB_SEED=)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.dbt_process import DBT, REPO_ROOT
+from harness.spark import TEST_JVM_FLAGS
+from spark_bucketing import extension
+
+DAYS = ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+KEYS = 120  # rows of a day written by insert_overwrite
+STEPS = ["after_write", "before_switch", "before_cleanup"]
+
+MODEL = """
+{{{{ config(materialized='bucketed_incremental', incremental_strategy=var('strategy'), unique_key=['k'],
+    clustered_by=['k'], buckets=4, partition_by=['day'], bucket_hash='{hash}', bucket_records='{records}',
+    commit_lock_wait=600) }}}}
+{{% set days = var('days') %}}
+select k, '{{{{ var("tag") }}}}' as tag, n, day from (
+  {{% for d in days %}}
+  select cast(id + {{{{ var('first_key') }}}} as bigint) as k, cast(id as bigint) as n, '{{{{ d }}}}' as day
+  from range(0, {{{{ var('rows') }}}}){{{{ ' union all' if not loop.last }}}}
+  {{% endfor %}}
+)
+"""
+
+
+def fingerprint(rows: list[tuple[int, str, int]]) -> str:
+    return f"{len(rows)}:{sum(r[0] for r in rows)}:{sum(r[2] for r in rows)}:{','.join(sorted({r[1] for r in rows}))}"
+
+
+def apply(rows: list[tuple[int, str, int]], run: dict) -> list[tuple[int, str, int]]:
+    """One run's effect on a day's rows, as the strategy defines it (the Python model of the table)."""
+    new = [(run["first_key"] + i, run["tag"], i) for i in range(run["rows"])]
+    if run["strategy"] == "insert_overwrite":
+        return new
+    if run["strategy"] == "append":
+        return rows + new
+    keys = {r[0] for r in new}
+    return [r for r in rows if r[0] not in keys] + new
+
+
+class Writers:
+    """A dbt project on the metastore service whose runs are processes of their own."""
+
+    def __init__(self, root: Path, metastore):
+        self.root = root
+        (root / "models").mkdir(parents=True)
+        (root / "dbt_project.yml").write_text(
+            yaml.safe_dump({"name": "conc", "version": "1.0.0", "config-version": 2, "profile": "conc"})
+        )
+        (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(REPO_ROOT)}]}))
+        base = {
+            "spark.master": "local[1]",
+            "spark.ui.enabled": "false",
+            "spark.driver.extraJavaOptions": TEST_JVM_FLAGS,
+            "spark.sql.shuffle.partitions": "4",
+            **metastore.spark_conf(),
+        }
+        ext = {**base, **extension.spark_settings(extension.build_jar())}
+        outputs = {
+            name: {
+                "type": "spark",
+                "method": "session",
+                "host": "localhost",
+                "schema": "conc",
+                "server_side_parameters": conf,
+            }
+            for name, conf in (("plain", base), ("ext", ext))
+        }
+        (root / "profiles.yml").write_text(yaml.safe_dump({"conc": {"target": "plain", "outputs": outputs}}))
+        for name, hash_, records in (
+            ("conc_spark", "spark", "table_properties"),
+            ("conc_hive", "hive", "partition_parameters"),
+        ):
+            (root / "models" / f"{name}.sql").write_text(MODEL.format(hash=hash_, records=records))
+        (root / "models" / "schema.yml").write_text(
+            yaml.safe_dump(
+                {
+                    "version": 2,
+                    "models": [
+                        {"name": m, "data_tests": ["spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata"]}
+                        for m in ("conc_spark", "conc_hive")
+                    ],
+                }
+            )
+        )
+        self.count = 0
+        self.check("deps")
+
+    def start(self, *args: str, target: str = "plain", env: dict | None = None) -> subprocess.Popen:
+        """A dbt command in a process of its own, with its own target folder (dbt's partial parse files)."""
+        self.count += 1
+        out = self.root / f"p{self.count}"
+        cmd = [DBT, *args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
+        if args[0] != "deps":
+            cmd += ["--target", target]
+        full_env = {
+            **os.environ,
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+            "DBT_TARGET_PATH": str(out),
+            "DBT_LOG_PATH": str(out),
+            **(env or {}),
+        }
+        return subprocess.Popen(
+            cmd, cwd=self.root, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+
+    def check(self, *args: str, target: str = "plain") -> str:
+        proc = self.start(*args, target=target)
+        out, _ = proc.communicate()
+        assert proc.returncode == 0, out[-6000:]
+        return out
+
+
+def run_vars(run: dict) -> str:
+    return json.dumps({k: run[k] for k in ("strategy", "days", "tag", "rows", "first_key")})
+
+
+@pytest.fixture(scope="module")
+def writers(metastore, tmp_path_factory):
+    return Writers(tmp_path_factory.mktemp("concurrent"), metastore)
+
+
+def _round_runs(rng: random.Random, round_no: int, model: str) -> list[dict]:
+    """3 runs: days overlapping in some rounds; strategies mixed after the first (which builds every day)."""
+    runs = []
+    for i in range(3):
+        if round_no == 0:
+            # Different days, one run per strategy.
+            strategy, days = ["insert_overwrite", "append", "merge"][i], [DAYS[i]]
+        else:
+            strategy = rng.choice(["insert_overwrite", "insert_overwrite", "append", "merge"])
+            days = [rng.choice(DAYS)] if rng.random() < 0.5 else rng.sample(DAYS, 2)
+        rows, first = {
+            "insert_overwrite": (KEYS, 0),
+            "append": (10, 1000 + 100 * (3 * round_no + i)),
+            "merge": (30, rng.randrange(0, KEYS - 30)),
+        }[strategy]
+        runs.append(
+            {
+                "strategy": strategy,
+                "days": sorted(days),
+                "tag": f"r{round_no}w{i}",
+                "rows": rows,
+                "first_key": first,
+                "model": model,
+            }
+        )
+    return runs
+
+
+def test_concurrent_runs_land_whole_and_lose_nothing(spark, metastore, writers):
+    seed = int(os.environ.get("SB_SEED", random.randrange(1 << 30)))
+    print(f"SB_SEED={seed}")
+    rng = random.Random(seed)
+    state: dict[str, dict[str, list]] = {"conc_spark": {}, "conc_hive": {}}
+    landed_total = 0
+    # Each table is built by one run first: runs that start on a table that does not exist yet each
+    # build it from their own rows, and all but the first fail (rerunning is safe).
+    for model in state:
+        seed_run = {"strategy": "insert_overwrite", "days": DAYS, "tag": "seed", "rows": KEYS, "first_key": 0}
+        writers.check("run", "--select", model, "--vars", run_vars(seed_run), target="ext")
+        state[model] = {day: sorted(apply([], seed_run)) for day in DAYS}
+    for round_no in range(4):
+        model = "conc_spark" if round_no % 2 == 0 else "conc_hive"
+        runs = _round_runs(rng, round_no // 2, model)
+        failing = rng.randrange(3) if round_no // 2 == 1 else None
+        procs = []
+        for i, run in enumerate(runs):
+            time.sleep(rng.uniform(0, 2))
+            # The Spark-hash table is written with and without the extension; the Hive one keeps its records
+            # in partition parameters, which need it.
+            target = "ext" if model == "conc_hive" or i % 2 == 0 else "plain"
+            env = {"SPARK_BUCKETING_FAIL_AT": rng.choice(STEPS)} if i == failing else {}
+            run["failing"] = bool(env)
+            procs.append(writers.start("run", "--select", model, "--vars", run_vars(run), target=target, env=env))
+        outputs = [p.communicate()[0] for p in procs]
+        for run, proc, out in zip(runs, procs, outputs, strict=True):
+            run["ok"] = proc.returncode == 0
+            if not run["ok"] and not run["failing"]:
+                # Only a true conflict may fail a run: an append or merge whose partition
+                # another run committed since it read.
+                assert "another run committed partition" in out and "Rerunning is safe" in out, out[-6000:]
+                assert run["strategy"] in ("append", "merge"), out[-6000:]
+        landed_total += sum(r["ok"] for r in runs)
+        # Each day: the rows of the runs that landed (a failed run's too, where it failed after its commit),
+        # applied whole in some order.
+        expected = {}
+        for day in DAYS:
+            before = state[model].get(day, [])
+            touching = [r for r in runs if day in r["days"]]
+            sure = [r for r in touching if r["ok"]]
+            maybe = [r for r in touching if not r["ok"] and r["failing"]]
+            allowed = {}
+            for k in range(len(maybe) + 1):
+                for extra in itertools.combinations(maybe, k):
+                    for order in itertools.permutations(sure + list(extra)):
+                        rows = before
+                        for r in order:
+                            rows = apply(rows, r)
+                        allowed[fingerprint(rows)] = sorted(rows)
+            expected[day] = allowed
+        rows = _day_rows(spark, metastore, model)
+        for day in DAYS:
+            assert rows.get(day, []) in expected[day].values() or (not expected[day] and day not in rows), (
+                f"round {round_no}, {model} day {day}: {fingerprint(rows.get(day, []))} is none of the histories "
+                f"{sorted(expected[day])} of the runs {runs}"
+            )
+            if day in rows:
+                state[model][day] = rows[day]
+        out = writers.check("test", "--select", model, target="ext")
+        assert "PASS=2" in out, out[-4000:]
+        # No lock entry, and no run's side entry (the failed run's go once they are older than the grace period).
+        names = metastore.query('select "TBL_NAME" from "TBLS"').split()
+        assert not [n for n in names if "__dbt_lock_" in n], names
+    assert landed_total >= 8
+
+
+def _day_rows(spark, metastore, model: str) -> dict[str, list[tuple[int, str, int]]]:
+    """Each listed partition's rows, read from the folder the metastore holds for it."""
+    listed = metastore.query(
+        'select p."PART_NAME", s."LOCATION" from "PARTITIONS" p join "TBLS" t on p."TBL_ID" = t."TBL_ID" '
+        'join "SDS" s on p."SD_ID" = s."SD_ID" join "DBS" d on t."DB_ID" = d."DB_ID" '
+        f"where d.\"NAME\" = 'conc' and t.\"TBL_NAME\" = '{model}'"
+    )
+    out = {}
+    for line in listed.split():
+        name, location = line.split("|", 1)
+        read = spark.read.parquet(location)
+        out[name.split("=", 1)[1]] = sorted((r.k, r.tag, r.n) for r in read.select("k", "tag", "n").collect())
+    return out

@@ -38,6 +38,10 @@ class DbtProject:
                     "profile": "sb_it",
                     "model-paths": ["models"],
                     "macro-paths": ["macros"],
+                    # Replaced folders go right after the switch: the suite's tests see the
+                    # table's folder as a run leaves it. test_concurrent_runs.py and
+                    # test_retention.py keep the default.
+                    "models": {"+replaced_folders_retention": 0},
                     **self.project_overrides,
                 }
             )

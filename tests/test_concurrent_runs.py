@@ -30,14 +30,14 @@ KEYS = 120  # rows of a day written by insert_overwrite
 STEPS = ["after_write", "before_switch", "before_cleanup"]
 
 MODEL = """
-{{{{ config(materialized='bucketed_incremental', incremental_strategy=var('strategy'), unique_key=['k'],
+{{{{ config(materialized='bucketed_incremental', incremental_strategy=var('strategy', 'insert_overwrite'), unique_key=['k', 'day'],
     clustered_by=['k'], buckets=4, partition_by=['day'], bucket_hash='{hash}', bucket_records='{records}',
     commit_lock_wait=600) }}}}
-{{% set days = var('days') %}}
-select k, '{{{{ var("tag") }}}}' as tag, n, day from (
+{{% set days = var('days', ['2024-01-01']) %}}
+select k, '{{{{ var("tag", "") }}}}' as tag, n, day from (
   {{% for d in days %}}
-  select cast(id + {{{{ var('first_key') }}}} as bigint) as k, cast(id as bigint) as n, '{{{{ d }}}}' as day
-  from range(0, {{{{ var('rows') }}}}){{{{ ' union all' if not loop.last }}}}
+  select cast(id + {{{{ var('first_key', 0) }}}} as bigint) as k, cast(id as bigint) as n, '{{{{ d }}}}' as day
+  from range(0, {{{{ var('rows', 0) }}}}){{{{ ' union all' if not loop.last }}}}
   {{% endfor %}}
 )
 """

@@ -73,6 +73,8 @@ def test_switch_statement_agrees():
     assert _macro_return_string("switch_statement") == contracts.SWITCH_STATEMENT
     assert _scala_vals()["DeleteStatement"] == contracts.DELETE_STATEMENT
     assert _macro_return_string("delete_statement") == contracts.DELETE_STATEMENT
+    assert _scala_vals()["CleanStatement"] == contracts.CLEAN_STATEMENT
+    assert _macro_return_string("clean_statement") == contracts.CLEAN_STATEMENT
     assert _scala_vals()["WriteFolderStatement"] == contracts.WRITE_FOLDER_STATEMENT
     assert _macro_return_string("write_folder_statement") == contracts.WRITE_FOLDER_STATEMENT
     assert _scala_vals()["TableFilesFunction"] == contracts.TABLE_FILES_FUNCTION

@@ -16,6 +16,18 @@
   {{ return(spark_bucketing.metadata_prefix() ~ 'commit') }}
 {% endmacro %}
 
+{% macro replaced_key(folder) %}
+  {#- The table property that keeps a replaced folder until its retention ends (replaced_folders_retention). -#}
+  {{ return(spark_bucketing.metadata_prefix() ~ 'replaced.' ~ local_md5(folder)) }}
+{% endmacro %}
+
+{% macro replaced_entries(props) %}
+  {#- {property key: {'folder', 'replaced_at'}} of the replaced folders the table keeps. -#}
+  {%- set keys = spark_bucketing.prefixed_keys(props, spark_bucketing.metadata_prefix() ~ 'replaced.') -%}
+  {%- set items = props.items() | selectattr('0', 'in', set(keys)) | list -%}
+  {{ return(dict(zip(items | map(attribute='0'), fromjson('[' ~ (items | map(attribute='1') | join(',')) ~ ']') or []))) }}
+{% endmacro %}
+
 {% macro partition_key(path) %}
   {#- The property key of a partition's record. The Hive metastore holds keys
       of up to 256 characters; a longer one is named by the MD5 of the path
@@ -81,6 +93,7 @@
   {#- {'spec': record or none, 'partitions': {path: record}, 'keys': {path: property key},
        'table': record or none, 'version': format version or none,
        'commit': the number of the table's latest commit (commit_key; 0 for none),
+       'replaced': replaced_entries,
        'summary': format 2's summary or none, 'moving': in format 1, whether
        a run that moved the table to format 2 failed after its switch}. The
       records are parsed in one fromjson and paired with their keys by zip:
@@ -96,7 +109,7 @@
     {%- set leftover = spark_bucketing.prefixed_keys(props, prefix ~ 'partition.') -%}
     {%- set out = {'spec': fromjson(props.get(prefix ~ 'spec', 'null')), 'partitions': {}, 'keys': dict(zip(leftover, leftover)), 'table': none, 'version': '2',
                    'summary': summary if summary is mapping and 'specs' in summary else none, 'moving': false,
-                   'commit': props.get(spark_bucketing.commit_key(), '0') | int} -%}
+                   'commit': props.get(spark_bucketing.commit_key(), '0') | int, 'replaced': spark_bucketing.replaced_entries(props)} -%}
     {%- if records -%}
       {%- do spark_bucketing.require_records_extension(relation, spark_bucketing.extension_loaded(), "cannot be read") -%}
       {%- do out.update({'partitions': dict(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none'))}) -%}
@@ -124,7 +137,8 @@
   {%- endif -%}
   {%- set out = {'spec': none, 'partitions': dict(zip(paths, records)), 'keys': dict(zip(paths, keys)), 'table': none,
                  'version': props.get(prefix ~ 'format_version'), 'summary': none,
-                 'moving': spark_bucketing.summary_key() in props, 'commit': props.get(spark_bucketing.commit_key(), '0') | int} -%}
+                 'moving': spark_bucketing.summary_key() in props, 'commit': props.get(spark_bucketing.commit_key(), '0') | int,
+                 'replaced': spark_bucketing.replaced_entries(props)} -%}
   {%- if prefix ~ 'spec' in props -%}{%- do out.update({'spec': fromjson(props[prefix ~ 'spec'])}) -%}{%- endif -%}
   {%- if prefix ~ 'table' in props -%}{%- do out.update({'table': fromjson(props[prefix ~ 'table'])}) -%}{%- endif -%}
   {{ return(out) }}

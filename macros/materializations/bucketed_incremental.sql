@@ -10,6 +10,8 @@
   {%- set incr = spark_bucketing.incremental_config(spec) -%}
   {%- set rels = spark_bucketing.model_relations() -%}
   {%- set grant_config = config.get('grants') -%}
+  {#- Unqualified, is_incremental() is what the model called: the project's override, or dbt's. -#}
+  {%- do spark_bucketing.check_plain_is_incremental(is_incremental(), spark_bucketing.is_incremental()) -%}
 
   {{ run_hooks(pre_hooks) }}
 

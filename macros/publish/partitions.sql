@@ -153,14 +153,39 @@
   {{ return({'left': left, 'published': spark_bucketing.published_state(meta, state.scope, checked.stats, written_props, state.declared)}) }}
 {% endmacro %}
 
+{% macro retire_folders(rels, meta, replaced) %}
+  {#- Under the commit lock: the folders this run's switch `replaced` are
+      kept in the table's properties (replaced_key) for
+      replaced_folders_retention seconds, since a query that listed them
+      before the switch may still read them; returns the folders to delete
+      now: those kept past their retention (their keys unset), and with a
+      retention of 0 the replaced ones. No partition points at any of them:
+      a switch only ever points partitions at its own run's folders. -#}
+  {%- set retention = spark_bucketing.replaced_folders_retention() -%}
+  {%- set now = spark_bucketing.epoch_now() -%}
+  {%- set due = meta.replaced.items() | selectattr('1.replaced_at', 'le', now - retention) | list -%}
+  {%- if retention == 0 -%}
+    {%- do spark_bucketing.unset_properties(rels.target, due | map(attribute='0') | list) -%}
+    {{ return(replaced + (due | map(attribute='1.folder') | list)) }}
+  {%- endif -%}
+  {%- set kept = {} -%}
+  {%- for folder in replaced -%}
+    {%- do kept.update({spark_bucketing.replaced_key(folder): tojson({'folder': folder, 'replaced_at': now})}) -%}
+  {%- endfor -%}
+  {%- do spark_bucketing.set_properties(rels.target, kept) -%}
+  {%- do spark_bucketing.unset_properties(rels.target, due | map(attribute='0') | list) -%}
+  {{ return(due | map(attribute='1.folder') | list) }}
+{% endmacro %}
+
 {% macro publish_partitions(rels, info, meta, spec, columns, plan, extension) %}
   {#- `plan`: a strategy's plan (strategies/); `extension`: whether the
       session extension is active (extension_active). The write and its
       check run beside other runs; from the switch to the declared spec the
       run holds the table's commit lock, and plans on the table as the
       runs before it left it (commit_state). Returns {'obsolete': the
-      replaced folders inside the table's folder, for the caller to delete
-      once everything is published}. -#}
+      folders inside the table's folder whose retention has ended
+      (retire_folders), for the caller to delete once everything is
+      published}. -#}
   {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ rels.run_id -%}
   {%- set written = spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
   {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
@@ -183,12 +208,15 @@
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
   {%- do spark_bucketing.converge(rels, spec, published) -%}
-  {%- do spark_bucketing.release_commit_lock(rels) -%}
-  {#- The folders the switch left: no partition points at them, and none will (other runs point theirs at their own). -#}
-  {%- set obsolete = [] -%}
+  {%- set replaced = [] -%}
   {%- for folder in (left or []) + (state.replaced.values() | map(attribute='location') | list)
       if folder and spark_bucketing.is_under(folder, state.info.location) -%}
-    {%- do obsolete.append(folder) -%}
+    {%- do replaced.append(folder) -%}
   {%- endfor -%}
-  {{ return({'obsolete': obsolete}) }}
+  {%- set due = spark_bucketing.retire_folders(rels, state.meta, replaced) -%}
+  {%- if extension -%}
+    {%- do spark_bucketing.delete_dead_runs_folders(rels.target, (state.meta.replaced.values() | map(attribute='folder') | list) + replaced) -%}
+  {%- endif -%}
+  {%- do spark_bucketing.release_commit_lock(rels) -%}
+  {{ return({'obsolete': due}) }}
 {% endmacro %}

@@ -39,3 +39,22 @@
     {{ spark_bucketing.delete_statement() }} {{ target }} locations {{ spark_bucketing.sql_string(tojson(locations)) }}
   {%- endcall -%}
 {% endmacro %}
+
+{% macro clean_statement() %}
+  {#- The extension's statement that deletes dead runs' folders; tied to CleanStatement in scala/Contracts.scala. -#}
+  {{ return('spark_bucketing clean folders') }}
+{% endmacro %}
+
+{% macro delete_dead_runs_folders(target, keep) %}
+  {#- Through the session extension, under the commit lock: deletes the
+      folders under the table's `_bucketing/` of runs that started more than
+      leftover_grace_period ago and that no partition points into, nor a
+      replaced folder kept for its retention (`keep`). One listing of
+      `_bucketing/`; the partitions are read only when such a folder is
+      there. -#}
+  {%- set payload = {'started_before': spark_bucketing.epoch_now() - spark_bucketing.leftover_grace_period(), 'keep': keep} -%}
+  {%- set deleted = run_query(spark_bucketing.clean_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) -%}
+  {%- for row in deleted -%}
+    {%- do log("spark_bucketing: deleted " ~ row[0] ~ ", the folder of a run that did not finish", info=true) -%}
+  {%- endfor -%}
+{% endmacro %}

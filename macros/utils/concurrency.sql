@@ -18,12 +18,18 @@
 
 {% macro commit_lock_expiry() %}
   {#- After how long a lock is taken for a dead run's (one killed in its commit). -#}
-  {{ return(spark_bucketing.seconds_config('commit_lock_expiry', 900)) }}
+  {{ return(spark_bucketing.seconds_config('commit_lock_expiry', 600)) }}
 {% endmacro %}
 
 {% macro leftover_grace_period() %}
   {#- How long a run's side entries and folders are taken for a live run's. -#}
   {{ return(spark_bucketing.seconds_config('leftover_grace_period', 86400)) }}
+{% endmacro %}
+
+{% macro replaced_folders_retention() %}
+  {#- How long a partition's replaced folder is kept after the switch, for
+      the queries that listed it before (readers, other runs). -#}
+  {{ return(spark_bucketing.seconds_config('replaced_folders_retention', 3600)) }}
 {% endmacro %}
 
 {% macro epoch_now() %}

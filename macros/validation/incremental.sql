@@ -95,3 +95,23 @@
   {%- endif -%}
   {{ return(incr.on_bucket_change == 'rebuild') }}
 {% endmacro %}
+
+{% macro check_plain_is_incremental(answer_seen, answer) %}
+  {#- A model that calls dbt's plain is_incremental() got `answer_seen`
+      (dbt's own: false for every bucketed_incremental model, unless the
+      project overrides it); the run is incremental when `answer`. Where
+      they differ the model's rows were made for the other kind of run (a
+      full recompute, or every row appended again): the run stops before
+      anything is written. -#}
+  {#- (The macro's name is spelled in two pieces: the message names it, it does not call it.) -#}
+  {%- set ours = 'spark_bucketing' ~ '.is_incremental()' -%}
+  {%- if answer_seen != answer and modules.re.search('(?<![\\w.])is_incremental\\s*\\(', model.raw_code or '') -%}
+    {%- do spark_bucketing.model_error("the model calls dbt's is_incremental(), which answered " ~ (answer_seen | lower)
+        ~ " where this run is " ~ ('incremental' if answer else 'a full build')
+        ~ ": dbt's macro answers only for materialized='incremental', so the model's rows would be wrong (a full recompute,"
+        ~ " or every row appended again). Nothing was written. Fix: add to your project a macro file, e.g."
+        ~ " macros/is_incremental.sql, holding {% macro is_incremental() %}{{ return(" ~ ours ~ ") }}{% endmacro %}"
+        ~ " (it answers for bucketed_incremental models and gives dbt's answer for every other model), or call"
+        ~ " " ~ ours ~ " in the model") -%}
+  {%- endif -%}
+{% endmacro %}

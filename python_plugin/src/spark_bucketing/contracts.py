@@ -41,6 +41,8 @@ CLONE_RATIO_DEFAULT = "16"
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
 #: ... and deletes folders inside a table's folder in one statement.
 DELETE_STATEMENT = "spark_bucketing delete folders"
+#: The extension's statement that deletes dead runs' folders under a table's `_bucketing/` (CleanRunFolders).
+CLEAN_STATEMENT = "spark_bucketing clean folders"
 #: ... writes a query's rows into a bucketed folder with no catalog entry, as an INSERT into a bucketed table would.
 WRITE_FOLDER_STATEMENT = "spark_bucketing write folder"
 #: The table functions the extension adds: a bucketed folder's files and the rows their footers state ...

@@ -145,6 +145,53 @@ case class DeleteFolders(table: TableIdentifier, folders: Seq[String]) extends L
   }
 }
 
+/** Deletes the folders that runs which died left under a table's
+ *  `_bucketing/`, in one statement:
+ *
+ *    SPARK_BUCKETING CLEAN FOLDERS <table> LOCATIONS '<json>'
+ *
+ *  where <json> is {"started_before": epoch seconds, "keep": [folder, ...]}.
+ *  A run's folder is `_bucketing/<run>` (and `<run>__new`, its staged rows),
+ *  where <run> is `r<start, epoch seconds>_<12 hex>`. A folder of a run that
+ *  started before `started_before` is deleted when no partition of the table
+ *  points into it and no `keep` folder (a replaced folder still in its
+ *  retention) lies in it. Lists `_bucketing/` once; reads the table's
+ *  partitions only when such a folder is there. The caller holds the table's
+ *  commit lock, so no switch points a partition into a folder meanwhile.
+ *  Returns the deleted folders. */
+case class CleanRunFolders(table: TableIdentifier, startedBefore: Long, keep: Seq[String]) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] = Seq(AttributeReference("deleted", StringType)())
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val catalog = session.sessionState.catalog
+    val meta = catalog.getTableMetadata(table)
+    val conf = session.sessionState.newHadoopConf()
+    val runs = new Path(new Path(meta.location), "_bucketing")
+    val fs = runs.getFileSystem(conf)
+    val RunFolder = """r([0-9]+)_[0-9a-f]{12}(__new)?""".r
+    val old = if (!fs.exists(runs)) Nil else fs.listStatus(runs).toSeq.filter(_.isDirectory).map(_.getPath).filter { p =>
+      p.getName match {
+        case RunFolder(start, _) => start.toLong < startedBefore
+        case _ => false
+      }
+    }
+    if (old.isEmpty) return Nil
+    def folder(location: String) = {
+      val p = new Path(CatalogUtils.stringToURI(location))
+      p.getFileSystem(conf).makeQualified(p).toString.stripSuffix("/") + "/"
+    }
+    val used = catalog.listPartitions(meta.identifier).flatMap(_.storage.locationUri)
+      .map(u => folder(CatalogUtils.URIToString(u))) ++ keep.map(folder)
+    val dead = old.map(fs.makeQualified).filterNot { p =>
+      val prefix = p.toString.stripSuffix("/") + "/"
+      used.exists(_.startsWith(prefix))
+    }
+    dead.foreach(p => fs.delete(p, true))
+    dead.map(p => Row(p.toString))
+  }
+}
+
 /** A partition folder of a folder written with no catalog entry: its path
  *  under the folder and its data files. */
 case class FolderPartition(path: String, files: Seq[FileStatus])
@@ -180,6 +227,7 @@ object BucketingStatements {
   private def pattern(statement: String) = (words(statement) + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
   private val Switch = pattern(Contracts.SwitchStatement)
   private val Delete = pattern(Contracts.DeleteStatement)
+  private val Clean = pattern(Contracts.CleanStatement)
   private val Write = (words(Contracts.WriteFolderStatement) + """\s+('(?:[^'\\]|\\.)*')\s+as\s+(.+?)\s*;?\s*$""").r
 
   /** `sql` after its leading blanks and comments (dbt puts one before every statement). */
@@ -221,6 +269,10 @@ object BucketingStatements {
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))
+    case Clean(name, literal) =>
+      val body = json(literal, delegate)
+      Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L),
+        body.path("keep").elements().asScala.map(_.asText()).toSeq))
     case Write(literal, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case _ => None
   }

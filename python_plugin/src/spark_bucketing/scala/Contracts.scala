@@ -25,6 +25,8 @@ object Contracts {
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */
   val DeleteStatement = "spark_bucketing delete folders"
+  /** The statement the extension adds to delete dead runs' folders under a table's `_bucketing/` (CleanRunFolders). */
+  val CleanStatement = "spark_bucketing clean folders"
   /** The statement the extension adds to write a query's rows into a bucketed folder with no catalog entry (WriteBucketedFolder). */
   val WriteFolderStatement = "spark_bucketing write folder"
   /** The table function the extension adds: a folder's rows, read as a table of its description reads them (FolderRelation). */

@@ -30,8 +30,8 @@ KEYS = 120  # rows of a day written by insert_overwrite
 STEPS = ["after_write", "before_switch", "before_cleanup"]
 
 MODEL = """
-{{{{ config(materialized='bucketed_incremental', incremental_strategy=var('strategy', 'insert_overwrite'), unique_key=['k', 'day'],
-    clustered_by=['k'], buckets=4, partition_by=['day'], bucket_hash='{hash}', bucket_records='{records}',
+{{{{ config(materialized='bucketed_incremental', incremental_strategy=var('strategy', 'insert_overwrite'),
+    unique_key=['k', 'day'], clustered_by=['k'], buckets=4, partition_by=['day'], bucket_hash='{hash}', bucket_records='{records}',
     commit_lock_wait=600) }}}}
 {{% set days = var('days', ['2024-01-01']) %}}
 select k, '{{{{ var("tag", "") }}}}' as tag, n, day from (

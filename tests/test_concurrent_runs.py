@@ -31,8 +31,8 @@ STEPS = ["after_write", "before_switch", "before_cleanup"]
 
 MODEL = """
 {{{{ config(materialized='bucketed_incremental', incremental_strategy=var('strategy', 'insert_overwrite'),
-    unique_key=['k', 'day'], clustered_by=['k'], buckets=4, partition_by=['day'], bucket_hash='{hash}', bucket_records='{records}',
-    commit_lock_wait=600) }}}}
+    unique_key=['k', 'day'], clustered_by=['k'], buckets=4, partition_by=['day'], bucket_hash='{hash}',
+    bucket_records='{records}', commit_lock_wait=600) }}}}
 {{% set days = var('days', ['2024-01-01']) %}}
 select k, '{{{{ var("tag", "") }}}}' as tag, n, day from (
   {{% for d in days %}}

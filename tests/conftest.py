@@ -68,6 +68,7 @@ def pytest_configure(config):
 FILE_WEIGHTS = {
     "test_extension.py": 781,
     "test_partition_values.py": 418,
+    "test_concurrent_runs.py": 400,
     "test_randomized_evolution.py": 397,
     "test_hive_bucketing_v2.py": 322,
     "test_merge_randomized.py": 291,
@@ -85,6 +86,8 @@ FILE_WEIGHTS = {
     "test_no_loss_nondeterministic.py": 109,
     "test_demo.py": 98,
     "test_failures.py": 80,
+    "test_is_incremental.py": 40,
+    "test_retention.py": 30,
     "test_hashing.py": 44,
     "test_configs.py": 30,
     "test_checker_cli.py": 24,

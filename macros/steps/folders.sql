@@ -52,7 +52,8 @@
       replaced folder kept for its retention (`keep`). One listing of
       `_bucketing/`; the partitions are read only when such a folder is
       there. -#}
-  {%- set payload = {'started_before': spark_bucketing.epoch_now() - spark_bucketing.leftover_grace_period(), 'keep': keep} -%}
+  {%- set payload = {'started_before': spark_bucketing.epoch_now() - spark_bucketing.leftover_grace_period(), 'keep': keep,
+                     'release_lock_on_failure': model.get('spark_bucketing_lock_entry')} -%}
   {%- set deleted = run_query(spark_bucketing.clean_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) -%}
   {%- for row in deleted -%}
     {%- do log("spark_bucketing: deleted " ~ row[0] ~ ", the folder of a run that did not finish", info=true) -%}

@@ -5,10 +5,11 @@
 {% macro switch_with_records_sql(target, moves, table_properties) %}
   {#- The extension's switch of format 2: `moves` [{'spec', 'location',
       'record', 'create', 'drop'}] in one statement, `table_properties`
-      set before any partition moves. It returns each partition's previous
-      folder and record. -#}
+      set before any partition moves; the run's commit lock released if it
+      fails. It returns each partition's previous folder and record. -#}
   {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations '
-      ~ spark_bucketing.sql_string(tojson({'moves': moves, 'table_properties': table_properties}))) }}
+      ~ spark_bucketing.sql_string(tojson({'moves': moves, 'table_properties': table_properties,
+                                           'release_lock_on_failure': model.get('spark_bucketing_lock_entry')}))) }}
 {% endmacro %}
 
 {% macro record_moves(stats, records, catalog) %}

@@ -4,9 +4,9 @@
 {% macro new_run_id() %}
   {#- A name of this run, unique among the runs of any process or thread:
       its start in epoch seconds (read by the cleanup of dead runs'
-      leftovers, run_started_epoch), six hex digits of the invocation (the
-      end-of-run hook finds the invocation's runs by them) and six of the
-      thread, model and clock. -#}
+      leftovers, run_started_epoch), six hex digits of the invocation (a
+      reader of the logs finds the invocation's runs by them) and six of
+      the thread, model and clock. -#}
   {{ return('r' ~ spark_bucketing.epoch_now() ~ '_' ~ local_md5(invocation_id)[:6]
       ~ local_md5(thread_id ~ '/' ~ model.unique_id ~ '/' ~ modules.datetime.datetime.utcnow().isoformat())[:6]) }}
 {% endmacro %}

@@ -53,7 +53,8 @@
       `before` set first, then `moves` [{'spec', 'location', 'create',
       'drop'}], then the properties `after` once every partition has moved
       (the tests' step 'inside_switch' stops it before those). -#}
-  {%- set payload = {'moves': moves, 'table_properties': before, 'table_properties_after': after} -%}
+  {%- set payload = {'moves': moves, 'table_properties': before, 'table_properties_after': after,
+                     'release_lock_on_failure': model.get('spark_bucketing_lock_entry')} -%}
   {%- if spark_bucketing.injected_failure('inside_switch') -%}{%- do payload.update({'fail_after_moves': true}) -%}{%- endif -%}
   {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) }}
 {% endmacro %}

@@ -15,6 +15,24 @@ import org.apache.spark.sql.hive.HiveCatalogPartitions
 import org.apache.spark.sql.types.{DataType, StringType, StructType}
 import org.apache.spark.sparkbucketing.SparkFileNames
 
+/** A statement of a run's commit that fails releases the run's commit lock
+ *  (the view `entry`, macros/steps/lock.sql) before the error reaches dbt,
+ *  whose macros cannot catch it: the runs waiting for the lock go on at
+ *  once instead of after commit_lock_expiry. */
+object CommitLock {
+  def releasedOnFailure[T](session: SparkSession, entry: Option[String])(body: => T): T =
+    try body
+    catch {
+      case e: Throwable =>
+        entry.foreach { name =>
+          try session.sessionState.catalog.dropTable(
+              session.sessionState.sqlParser.parseTableIdentifier(name), ignoreIfNotExists = true, purge = false)
+          catch { case d: Throwable => e.addSuppressed(d) }
+        }
+        throw e
+    }
+}
+
 /** One partition's move: its spec, its new folder (None keeps the one it
  *  has), the record to keep in its parameters (metadata format 2; None
  *  leaves its parameters as they are), and whether the run adds it (it is
@@ -45,21 +63,25 @@ case class PartitionMove(
  *  one), `table_properties_after` once they all have (format 1's records of
  *  the moved partitions: a record never describes files its partition does
  *  not point at yet; `"fail_after_moves": true`, the tests' fault
- *  injection, stops in between). Returns each partition's previous folder and record
+ *  injection, stops in between; `"release_lock_on_failure"`: the run's
+ *  commit lock entry, dropped if the statement fails, CommitLock). Returns each partition's previous folder and record
  *  (NULL for one it creates or that was not there). */
 case class SwitchPartitionLocations(
     table: TableIdentifier,
     moves: Seq[PartitionMove],
     tableProperties: Map[String, String],
     tablePropertiesAfter: Map[String, String] = Map.empty,
-    failAfterMoves: Boolean = false)
+    failAfterMoves: Boolean = false,
+    lockEntry: Option[String] = None)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
     AttributeReference("previous_location", StringType)(),
     AttributeReference("previous_record", StringType)())
 
-  override def run(session: SparkSession): Seq[Row] = {
+  override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry)(switch(session))
+
+  private def switch(session: SparkSession): Seq[Row] = {
     val catalog = session.sessionState.catalog
     val meta = catalog.getTableMetadata(table)
     val resolver = session.sessionState.conf.resolver
@@ -159,11 +181,14 @@ case class DeleteFolders(table: TableIdentifier, folders: Seq[String]) extends L
  *  partitions only when such a folder is there. The caller holds the table's
  *  commit lock, so no switch points a partition into a folder meanwhile.
  *  Returns the deleted folders. */
-case class CleanRunFolders(table: TableIdentifier, startedBefore: Long, keep: Seq[String]) extends LeafRunnableCommand {
+case class CleanRunFolders(table: TableIdentifier, startedBefore: Long, keep: Seq[String], lockEntry: Option[String])
+    extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(AttributeReference("deleted", StringType)())
 
-  override def run(session: SparkSession): Seq[Row] = {
+  override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry)(clean(session))
+
+  private def clean(session: SparkSession): Seq[Row] = {
     val catalog = session.sessionState.catalog
     val meta = catalog.getTableMetadata(table)
     val conf = session.sessionState.newHadoopConf()
@@ -252,6 +277,10 @@ object BucketingStatements {
     case _ => throw new IllegalArgumentException(s"spark_bucketing: LOCATIONS takes one string literal, not $literal")
   }
 
+  /** The run's commit lock entry a failing statement releases ("release_lock_on_failure"). */
+  private def lockEntry(body: com.fasterxml.jackson.databind.JsonNode) =
+    Option(body.get("release_lock_on_failure")).filterNot(_.isNull).map(_.asText())
+
   /** The command, if `sql` is one of the statements. */
   def parse(sql: String, delegate: ParserInterface): Option[LogicalPlan] = body(sql) match {
     case Switch(name, literal) =>
@@ -265,14 +294,14 @@ object BucketingStatements {
       }.toSeq
       def props(key: String) = body.path(key).fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
       Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props("table_properties"),
-        props("table_properties_after"), body.path("fail_after_moves").asBoolean(false)))
+        props("table_properties_after"), body.path("fail_after_moves").asBoolean(false), lockEntry(body)))
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))
     case Clean(name, literal) =>
       val body = json(literal, delegate)
       Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L),
-        body.path("keep").elements().asScala.map(_.asText()).toSeq))
+        body.path("keep").elements().asScala.map(_.asText()).toSeq, lockEntry(body)))
     case Write(literal, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case _ => None
   }

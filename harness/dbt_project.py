@@ -18,6 +18,10 @@ from harness.spark import sql_string
 FAIL_AT = "SPARK_BUCKETING_FAIL_AT"
 
 
+#: The end-of-run hook a project adds (docs/incremental.md, "Concurrent runs").
+RELEASE_LOCKS_HOOK = "{{ spark_bucketing.release_failed_runs_locks(results) }}"
+
+
 @dataclass
 class DbtProject:
     root: Path
@@ -42,6 +46,8 @@ class DbtProject:
                     # table's folder as a run leaves it. test_concurrent_runs.py and
                     # test_retention.py keep the default.
                     "models": {"+replaced_folders_retention": 0},
+                    # As docs/incremental.md asks of a project: a failed run's commit lock released at once.
+                    "on-run-end": [RELEASE_LOCKS_HOOK],
                     **self.project_overrides,
                 }
             )

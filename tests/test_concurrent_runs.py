@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from harness.dbt_process import DBT, REPO_ROOT
+from harness.dbt_project import RELEASE_LOCKS_HOOK
 from harness.spark import TEST_JVM_FLAGS
 from spark_bucketing import extension
 
@@ -65,7 +66,15 @@ class Writers:
         self.root = root
         (root / "models").mkdir(parents=True)
         (root / "dbt_project.yml").write_text(
-            yaml.safe_dump({"name": "conc", "version": "1.0.0", "config-version": 2, "profile": "conc"})
+            yaml.safe_dump(
+                {
+                    "name": "conc",
+                    "version": "1.0.0",
+                    "config-version": 2,
+                    "profile": "conc",
+                    "on-run-end": [RELEASE_LOCKS_HOOK],
+                }
+            )
         )
         (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(REPO_ROOT)}]}))
         base = {

@@ -13,8 +13,6 @@ from pathlib import Path
 
 import yaml
 
-from harness.dbt_project import RELEASE_LOCKS_HOOK
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DBT = str(Path(sys.executable).with_name("dbt"))
 
@@ -48,7 +46,6 @@ class DbtProcessProject:
                     "profile": "bench",
                     # One run at a time here: replaced folders go right after the switch, as stock's do.
                     "models": {"+replaced_folders_retention": 0},
-                    "on-run-end": [RELEASE_LOCKS_HOOK],
                 }
             )
         )

@@ -46,8 +46,6 @@ class DbtProject:
                     # table's folder as a run leaves it. test_concurrent_runs.py and
                     # test_retention.py keep the default.
                     "models": {"+replaced_folders_retention": 0},
-                    # As docs/incremental.md asks of a project: a failed run's commit lock released at once.
-                    "on-run-end": [RELEASE_LOCKS_HOOK],
                     **self.project_overrides,
                 }
             )

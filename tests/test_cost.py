@@ -34,8 +34,12 @@ def _files_of_day(spark, table: str, day: str) -> list[Path]:
 
 
 def _shape(statements: list[str]) -> list[str]:
-    """Each statement's first words: what kind of work it is."""
-    return [" ".join(statement_body(s).split()[:3]).lower() for s in statements]
+    """Each statement's first words: what kind of work it is (a run's own names, which carry its id, masked)."""
+    return [RUN_NAMES.sub("<run>", " ".join(statement_body(s).split()[:3]).lower()) for s in statements]
+
+
+#: The parts of an entry's name that name its run: a side entry's `_<run id>`, a lock entry's `<kind>_<epoch>_<run id>`.
+RUN_NAMES = re.compile(r"(c|t[0-9]+)_[0-9]+_r[0-9]+_[0-9a-f]{12}|r[0-9]+_[0-9a-f]{12}")
 
 
 @pytest.mark.parametrize("strategy", ["insert_overwrite", "append"])

@@ -48,12 +48,13 @@
   {%- endfor -%}
 {% endmacro %}
 
-{% macro switch_and_record_sql(target, moves, before, after) %}
+{% macro switch_and_record_sql(target, moves, before, after, commit={}) %}
   {#- The extension's switch with format 1's records: the table properties
-      `before` set first, then `moves` [{'spec', 'location', 'create',
-      'drop'}], then the properties `after` once every partition has moved
+      `before` (and the commit number, `commit`) set first, then `moves`
+      [{'spec', 'location', 'create', 'drop'}], then the properties `after`
+      once every partition has moved
       (the tests' step 'inside_switch' stops it before those). -#}
-  {%- set payload = {'moves': moves, 'table_properties': before, 'table_properties_after': after,
+  {%- set payload = {'moves': moves, 'table_properties': before, 'table_properties_after': after, 'commit_properties': commit,
                      'release_lock_on_failure': model.get('spark_bucketing_lock_entry')} -%}
   {%- if spark_bucketing.injected_failure('inside_switch') -%}{%- do payload.update({'fail_after_moves': true}) -%}{%- endif -%}
   {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) }}
@@ -77,10 +78,10 @@
     {%- if s.path not in catalog and key in properties -%}{%- do before.update({key: properties[key]}) -%}{%- endif -%}
   {%- endfor -%}
   {%- for values in emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
-  {#- The commit number before anything moves: a run that dies inside the switch has committed. -#}
-  {%- do before.update(properties.items() | selectattr('0', 'equalto', spark_bucketing.commit_key())) -%}
-  {%- set after = dict(properties.items() | rejectattr('0', 'in', before)) -%}
-  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, moves, before, after)) -%}
+  {#- The commit number goes before anything moves: a run that dies inside the switch has committed. -#}
+  {%- set commit = dict(properties.items() | selectattr('0', 'equalto', spark_bucketing.commit_key())) -%}
+  {%- set after = dict(properties.items() | rejectattr('0', 'in', before) | rejectattr('0', 'in', commit)) -%}
+  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, moves, before, after, commit)) -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}
   {#- The rows follow the moves; an emptied partition's folder is listed by the check. -#}
   {{ return(zip(moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop') | map(attribute='1') | list) }}

@@ -64,7 +64,9 @@ case class PartitionMove(
  *  the moved partitions: a record never describes files its partition does
  *  not point at yet; `"fail_after_moves": true`, the tests' fault
  *  injection, stops in between; `"release_lock_on_failure"`: the run's
- *  commit lock entry, dropped if the statement fails, CommitLock). Returns each partition's previous folder and record
+ *  commit lock entry, dropped if the statement fails, CommitLock;
+ *  `"commit_properties"`: the table's commit number, set with
+ *  `table_properties`, before anything moves). Returns each partition's previous folder and record
  *  (NULL for one it creates or that was not there). */
 case class SwitchPartitionLocations(
     table: TableIdentifier,
@@ -72,7 +74,8 @@ case class SwitchPartitionLocations(
     tableProperties: Map[String, String],
     tablePropertiesAfter: Map[String, String] = Map.empty,
     failAfterMoves: Boolean = false,
-    lockEntry: Option[String] = None)
+    lockEntry: Option[String] = None,
+    commitProperties: Map[String, String] = Map.empty)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
@@ -113,8 +116,8 @@ case class SwitchPartitionLocations(
       CatalogTablePartition(spec, meta.storage.copy(locationUri = Some(uri(location))), parameters(Map.empty, move))
     }
     val toDrop = droppedFound.flatten.map(_.spec)
-    val before = meta.copy(properties = meta.properties ++ tableProperties)
-    if (tableProperties.nonEmpty) catalog.alterTable(before)
+    val before = meta.copy(properties = meta.properties ++ tableProperties ++ commitProperties)
+    if (tableProperties.nonEmpty || commitProperties.nonEmpty) catalog.alterTable(before)
     try {
       if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
       if (added.nonEmpty) catalog.createPartitions(meta.identifier, added, ignoreIfExists = false)
@@ -294,7 +297,8 @@ object BucketingStatements {
       }.toSeq
       def props(key: String) = body.path(key).fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
       Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props("table_properties"),
-        props("table_properties_after"), body.path("fail_after_moves").asBoolean(false), lockEntry(body)))
+        props("table_properties_after"), body.path("fail_after_moves").asBoolean(false), lockEntry(body),
+        props("commit_properties")))
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))

@@ -68,6 +68,10 @@ BAD_CONFIGS = {
     "empty_clustered_by": ({"clustered_by": []}, "config 'clustered_by': is missing or empty"),
     "no_buckets": ({"buckets": None}, "config 'buckets': is missing"),
     "string_buckets": ({"buckets": "16"}, "config 'buckets': must be an integer, got the string '16'"),
+    "negative_retention": (
+        {"replaced_folders_retention": -1},
+        "config 'replaced_folders_retention': expected a whole number of seconds (0 or more), got -1",
+    ),
     "float_buckets": ({"buckets": 2.5}, "config 'buckets': must be an integer, got 2.5"),
     "zero_buckets": ({"buckets": 0}, "config 'buckets': must be between 1 and 100000, got 0"),
     "huge_buckets": ({"buckets": 100001}, "must be between 1 and 100000, got 100001"),

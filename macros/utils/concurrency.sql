@@ -32,6 +32,14 @@
   {{ return(spark_bucketing.seconds_config('replaced_folders_retention', 3600)) }}
 {% endmacro %}
 
+{% macro validate_concurrency_configs() %}
+  {#- Each concurrency setting's shape, before anything is written (seconds_config fails on a bad one). -#}
+  {%- do spark_bucketing.commit_lock_wait() -%}
+  {%- do spark_bucketing.commit_lock_expiry() -%}
+  {%- do spark_bucketing.leftover_grace_period() -%}
+  {%- do spark_bucketing.replaced_folders_retention() -%}
+{% endmacro %}
+
 {% macro epoch_now() %}
   {#- Seconds since 1970 (UTC), from this process's clock. -#}
   {{ return((modules.datetime.datetime.utcnow() - modules.datetime.datetime(1970, 1, 1)).total_seconds() | int) }}

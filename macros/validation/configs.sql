@@ -52,6 +52,8 @@
   {#- The model's bucketing configs, checked for shape and range. Column checks
       that need the query's schema happen in validate_columns. -#}
   {%- set clustered_by = spark_bucketing.column_list_config('clustered_by', required=true) -%}
+  {#- The concurrency settings are read in the commit, after the write: checked here, before it. -#}
+  {%- do spark_bucketing.validate_concurrency_configs() -%}
   {%- set sorted_by = spark_bucketing.column_list_config('sorted_by') -%}
   {%- set partition_by = spark_bucketing.column_list_config('partition_by') -%}
 

@@ -119,20 +119,6 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro abandon_write(rels, written, location, extension, message) %}
-  {#- A run that must not publish (commit_state's conflict): its side
-      table and files go, the lock is released, and the run fails. -#}
-  {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
-  {%- if extension -%}
-    {%- do spark_bucketing.delete_table_folders(rels.target, [location]) -%}
-  {%- else -%}
-    {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
-  {%- endif -%}
-  {%- do spark_bucketing.release_commit_lock(rels) -%}
-  {%- do spark_bucketing.model_error(message ~ ". This run published nothing and its files are deleted; the table holds"
-      ~ " the other run's rows whole. Rerunning is safe: the rerun starts from them.") -%}
-{% endmacro %}
-
 {% macro switch_format_1(rels, meta, checked, state, plan, spec, extension) %}
   {#- Format 1's switch and records; returns {'left': the folders the
       switch moved partitions from (with the extension), 'published':
@@ -192,7 +178,11 @@
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- do spark_bucketing.acquire_commit_lock(rels) -%}
   {%- set state = spark_bucketing.commit_state(rels, info, meta, spec, plan, checked, extension) -%}
-  {%- if state.conflict -%}{%- do spark_bucketing.abandon_write(rels, written, location, extension, state.conflict) -%}{%- endif -%}
+  {%- if state.conflict -%}
+    {#- discard's error releases the lock (release_held_lock). -#}
+    {%- do spark_bucketing.discard(written, location, rels, state.conflict ~ ". This run published nothing and its files are deleted;"
+        ~ " the table holds the other run's rows whole. Rerunning is safe: the rerun starts from them.") -%}
+  {%- endif -%}
   {%- do state.update({'declared': spark_bucketing.undeclare_other_spec(rels, state.info, spec)}) -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
   {%- if spark_bucketing.records_format(spec) == '2' -%}

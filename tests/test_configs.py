@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness.spark import table_location
@@ -37,10 +39,11 @@ def test_location_root_alternates_folders_and_leaves_no_stale_files(spark, dbt_p
         # Nothing under the table's folder but the partitions it declares.
         assert {f.parent.name for f in data_files(location)} == {f"p={i}" for i in range(parts)}
         # The previous build's folder is gone: dropping an external table would have kept it.
-        other = ({tmp_path / "lake" / name, tmp_path / "lake" / f"{name}__dbt_alt"} - {location}).pop()
-        assert not other.exists()
-    assert locations[0] == locations[2] == tmp_path / "lake" / name
-    assert locations[1] == tmp_path / "lake" / f"{name}__dbt_alt"
+        assert [p for p in (tmp_path / "lake").iterdir() if p.name.startswith(name)] == [location]
+    # Each build in a folder of its run's own under location_root.
+    for location in locations:
+        assert location.parent == tmp_path / "lake" and re.fullmatch(rf"{name}__dbt_r\d+_[0-9a-f]{{12}}", location.name)
+    assert len(set(locations)) == 3
 
 
 def test_tblproperties_and_persist_docs(spark, dbt_project):

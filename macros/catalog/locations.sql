@@ -12,9 +12,17 @@
 {% endmacro %}
 
 {% macro owned_locations(spec, relation) %}
-  {#- Full builds alternate between these two folders, so a new table never
-      writes over the files of the table it replaces. -#}
+  {#- The model's folders: `<root>/<alias>` and the folders named after it
+      (owns_location). A full build writes into one of its run's own
+      (build_location), so no build ever writes over the files of the
+      table it replaces or of another build. Builds of earlier versions
+      alternated between `<alias>` and `<alias>__dbt_alt`. -#}
   {%- set root = spec.location_root or spark_bucketing.schema_location(relation) -%}
   {%- set primary = root ~ '/' ~ relation.identifier -%}
   {{ return([primary, primary ~ '__dbt_alt']) }}
+{% endmacro %}
+
+{% macro build_location(owned, run_id) %}
+  {#- The folder a full build of run `run_id` writes the table into. -#}
+  {{ return(owned[0] ~ '__dbt_' ~ run_id) }}
 {% endmacro %}

@@ -3,7 +3,8 @@
     (insert_overwrite), rewrite them with old and new rows (append), or with
     the rows merged by unique_key (merge), always one file per bucket per
     partition. A change of bucket spec is handled by on_bucket_change: fail,
-    rebuild, or evolve. The model's query runs once per run. -#}
+    rebuild, or evolve; a change of columns by on_schema_change. The
+    model's query runs once per run. -#}
 
 {% materialization bucketed_incremental, adapter='spark' %}
   {%- set spec = spark_bucketing.bucket_spec() -%}
@@ -15,10 +16,11 @@
 
   {{ run_hooks(pre_hooks) }}
 
-  {%- set run = spark_bucketing.incremental_run(rels, sql, spec, incr) -%}
+  {%- set model_sql = spark_bucketing.contract_sql(sql) -%}
+  {%- set run = spark_bucketing.incremental_run(rels, model_sql, spec, incr) -%}
   {%- if run.full_refresh -%}
-    {%- set rows = spark_bucketing.kept_rows_sql(sql, run.columns, run.merge) -%}
-    {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, rows, run.existing, run.info) -%}
+    {%- set rows = spark_bucketing.kept_rows_sql(model_sql, run.columns, run.merge) -%}
+    {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, rows, run.existing) -%}
   {%- else -%}
     {%- do spark_bucketing.publish_incremental(rels, run, spark_bucketing.incremental_plan(rels, run)) -%}
   {%- endif -%}

@@ -9,13 +9,13 @@
 
   {{ run_hooks(pre_hooks) }}
 
-  {#- Everything the configs and the query's schema can tell is checked before the first write. -#}
-  {%- set columns = spark_bucketing.query_columns(sql) -%}
+  {#- Everything the configs, the contract and the query's schema can tell is checked before the first write. -#}
+  {%- set model_sql = spark_bucketing.contract_sql(sql) -%}
+  {%- set columns = spark_bucketing.query_columns(model_sql) -%}
   {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
 
   {%- set old_relation = spark_bucketing.recover(rels) -%}
-  {%- set old_info = spark_bucketing.table_info(old_relation) if old_relation is not none and old_relation.is_table else none -%}
-  {%- do spark_bucketing.replace_table(rels, spec, columns, sql, old_relation, old_info) -%}
+  {%- do spark_bucketing.replace_table(rels, spec, columns, model_sql, old_relation) -%}
 
   {%- set should_revoke = should_revoke(old_relation, full_refresh_mode=True) -%}
   {%- do apply_grants(rels.target, grant_config, should_revoke) -%}

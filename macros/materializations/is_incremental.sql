@@ -5,6 +5,13 @@
       materialized='incremental'). A project makes dbt's plain
       is_incremental() answer for both with one macro of its own that
       returns this one (docs/incremental.md). -#}
+  {%- if model.resource_type == 'unit_test' -%}
+    {#- A dbt unit test renders the model with `this` as its `this` input (a
+        CTE's name, or none): the answer is the test's override of
+        is_incremental (overrides: macros: {is_incremental: ..}), else false. -#}
+    {%- set overrides = (model.get('overrides') or {}).get('macros') or {} -%}
+    {{ return(overrides.get('is_incremental', overrides.get('dbt.is_incremental', false)) | string | lower == 'true') }}
+  {%- endif -%}
   {%- if model.config.materialized != 'bucketed_incremental' -%}{{ return(dbt.is_incremental()) }}{%- endif -%}
   {%- if not execute -%}{{ return(false) }}{%- endif -%}
   {%- set relation = adapter.get_relation(this.database, this.schema, this.table) -%}

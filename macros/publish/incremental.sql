@@ -4,7 +4,10 @@
 {% macro publish_incremental(rels, run, plan) %}
   {%- set published = {'obsolete': []} -%}
   {%- if plan.whole -%}
-    {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, plan.content, run.existing, run.info, plan.accounting) -%}
+    {#- Only an unpartitioned insert_overwrite rewrites the whole table from the new rows alone. -#}
+    {%- set planned = none if run.incr.strategy == 'insert_overwrite' and not run.spec.partition_by
+        else {'commit': run.meta.commit, 'location': run.info.location} -%}
+    {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, plan.content, run.existing, plan.accounting, planned) -%}
   {%- else -%}
     {%- do published.update(spark_bucketing.publish_partitions(rels, run.info, run.meta, run.spec, run.columns, plan, run.extension)) -%}
   {%- endif -%}

@@ -185,6 +185,7 @@
   {%- endif -%}
   {%- do state.update({'declared': spark_bucketing.undeclare_other_spec(rels, state.info, spec)}) -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
+  {%- do spark_bucketing.check_lock_held(rels) -%}
   {%- if spark_bucketing.records_format(spec) == '2' -%}
     {%- set switched = spark_bucketing.switch_and_record(rels, state.meta, spec, checked.stats, state.scope, plan.accounting, state.commit) -%}
     {%- set left = switched.left -%}

@@ -1,30 +1,22 @@
-{#- Publishing a whole table: write it into the free one of the model's two
-    folders under a side entry, verify it, record its metadata, then swap the
-    entries by renames. A failure at any step before the swap leaves the
-    previous table and its rows untouched. The whole build holds the
-    table's commit lock: two builds would pick the same free folder, and a
-    swap must not undo another run's commit. -#}
+{#- Publishing a whole table: write it into a folder of the run's own under a
+    side entry, verify it, record its metadata, then swap the entries by
+    renames under the table's commit lock. A failure at any step before the
+    swap leaves the previous table and its rows untouched. The write runs
+    beside other runs and holds no lock (it may take hours: a lock held that
+    long would be taken for a dead run's); only the swap is serialized. -#}
 
-{% macro replace_table(rels, spec, columns, sql, old_relation, old_info, accounting=none) %}
-  {#- `accounting`: a merge's row accounting (merge_row_accounting). -#}
+{% macro replace_table(rels, spec, columns, sql, old_relation, accounting=none, planned=none) %}
+  {#- `accounting`: a merge's row accounting (merge_row_accounting).
+      `planned`: for rows made from the table's old rows (an incremental
+      run's rewrite of the whole table), {'commit', 'location'} of the table
+      as the run read it; a commit of another run since is a conflict, and
+      the run publishes nothing. Otherwise the last build to swap wins whole,
+      as stock's. -#}
   {%- if spark_bucketing.records_format(spec) == '2' -%}
     {%- do spark_bucketing.require_records_extension(rels.target, spark_bucketing.extension_loaded(), "cannot be built") -%}
   {%- endif -%}
-  {%- do spark_bucketing.acquire_commit_lock(rels) -%}
-  {#- Another run may have rebuilt or re-declared the table since this run looked. -#}
-  {%- set planned_new = old_relation is none -%}
-  {%- set old_relation = spark_bucketing.listed_relation(rels.target) -%}
-  {%- if planned_new and old_relation is not none and model.config.materialized == 'bucketed_incremental' -%}
-    {%- do spark_bucketing.model_error("another run created " ~ rels.target ~ " while this run waited to build it from scratch,"
-        ~ " from its own rows only. This run published nothing. Rerunning is safe: the rerun writes its partitions into that table") -%}
-  {%- endif -%}
-  {%- set old_info = spark_bucketing.table_info(old_relation) if old_relation is not none and old_relation.is_table else none -%}
-  {#- Only a lock holder builds or re-declares: such entries of other runs are dead runs'. -#}
-  {%- do spark_bucketing.drop_dead_runs_entries(rels, ['tmp', 'respec'], 0) -%}
   {%- set owned = spark_bucketing.owned_locations(spec, rels.target) -%}
-  {%- set location = spark_bucketing.free_location(owned, old_info) -%}
-  {#- The free folder may hold an older build whose partitions the new one would not overwrite. -#}
-  {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
+  {%- set location = spark_bucketing.build_location(owned, rels.run_id) -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.tmp, spec, columns, sql, location) -%}
   {%- set written = {'relation': rels.tmp, 'folder': none} -%}
   {%- set stats = spark_bucketing.verify_write(written, spec, location, rels).stats -%}
@@ -36,11 +28,39 @@
   {%- else -%}
     {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats, accounting)) -%}
   {%- endif -%}
+  {%- do spark_bucketing.acquire_commit_lock(rels) -%}
+  {#- The table as it is now: another run may have built, rebuilt or committed to it since this run looked. -#}
+  {%- set current = spark_bucketing.listed_relation(rels.target) -%}
+  {%- set current_info = spark_bucketing.table_info(current) if current is not none and current.is_table else none -%}
+  {%- set conflict = spark_bucketing.whole_table_conflict(rels, old_relation, current, current_info, planned) -%}
+  {%- if conflict -%}
+    {#- discard's error releases the lock (release_held_lock). -#}
+    {%- do spark_bucketing.discard(written, location, rels, conflict ~ ". This run published nothing and its files are deleted."
+        ~ " Rerunning is safe: the rerun writes into the table as the other run left it") -%}
+  {%- endif -%}
+  {#- Only a lock holder re-declares: such entries of other runs are dead runs'. -#}
+  {%- do spark_bucketing.drop_dead_runs_entries(rels, ['respec'], 0) -%}
   {%- do spark_bucketing.checkpoint('before_swap') -%}
-  {%- do spark_bucketing.swap_in(rels.tmp, old_relation, rels) -%}
-  {%- if old_relation is not none and old_info and old_info.type == 'external' and spark_bucketing.owns_location(old_info.location, owned) -%}
+  {%- do spark_bucketing.check_lock_held(rels) -%}
+  {%- do spark_bucketing.swap_in(rels.tmp, current, rels) -%}
+  {%- if current_info and current_info.type == 'external' and spark_bucketing.owns_location(current_info.location, owned) -%}
     {#- An external table's files outlive its DROP; the previous build's folder is ours to clear. -#}
-    {%- do spark_bucketing.delete_locations([old_info.location], rels.scratch) -%}
+    {%- do spark_bucketing.delete_locations([current_info.location], rels.scratch) -%}
   {%- endif -%}
   {%- do spark_bucketing.release_commit_lock(rels) -%}
+{% endmacro %}
+
+{% macro whole_table_conflict(rels, old_relation, current, current_info, planned) %}
+  {#- Why a whole build must not swap in, or none (see replace_table). -#}
+  {%- if old_relation is none and current is not none and model.config.materialized == 'bucketed_incremental' -%}
+    {{ return("another run created " ~ rels.target ~ " while this run built it from scratch, from its own rows only") }}
+  {%- endif -%}
+  {%- if planned is not none -%}
+    {%- set now = spark_bucketing.read_metadata(current, records=false) if current_info else none -%}
+    {%- if now is none or now.commit != planned.commit or not spark_bucketing.same_location(current_info.location, planned.location) -%}
+      {{ return("another run committed to " ~ rels.target ~ (" (commit " ~ now.commit ~ ")" if now else " (it is gone)")
+          ~ " after this run read it (commit " ~ planned.commit ~ "), and this run's rewrite of the whole table made its rows from the rows as they were") }}
+    {%- endif -%}
+  {%- endif -%}
+  {{ return(none) }}
 {% endmacro %}

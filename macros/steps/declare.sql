@@ -19,21 +19,26 @@
   {{ return(entries) }}
 {% endmacro %}
 
-{% macro redeclare(rels, target, record, spec, stats=none) %}
+{% macro redeclare(rels, target, record, spec, stats=none, entries=none, columns=none) %}
   {#- Re-declares the table's bucket spec (`record`, or none for unbucketed)
       by a new catalog entry over the same files: Spark cannot ALTER a bucket
-      spec. The new entry gets every partition at its current folder and the
-      metadata properties, then the entries swap by renames. `stats`: the
-      table's partition_stats, when the caller has them. -#}
+      spec (nor drop or retype a column: `columns`, the new entry's columns,
+      the table's by default). The new entry gets every partition at its
+      current folder and the metadata properties, then the entries swap by
+      renames. `stats`: the table's partition_stats, when the caller has
+      them; `entries`: the partitions as declared_partitions gives them,
+      when the caller has them. -#}
   {%- set info = spark_bucketing.table_info(target) -%}
   {%- set decl = spark_bucketing.with_record(spec, record) -%}
   {%- do decl.update({'partition_by': info.partition_by}) -%}
   {%- do adapter.drop_relation(rels.respec) -%}
   {%- call statement('spark_bucketing_redeclare') -%}
-    {{ spark_bucketing.create_bucketed_table_sql(rels.respec, decl, info.columns, info.location) }}
+    {{ spark_bucketing.create_bucketed_table_sql(rels.respec, decl, columns or info.columns, info.location) }}
   {%- endcall -%}
-  {%- set stats = stats if stats is not none else spark_bucketing.partition_stats(target, info.partition_by) -%}
-  {%- set entries = spark_bucketing.declared_partitions(target, info.partition_by, stats) -%}
+  {%- if entries is none -%}
+    {%- set stats = stats if stats is not none else spark_bucketing.partition_stats(target, info.partition_by) -%}
+    {%- set entries = spark_bucketing.declared_partitions(target, info.partition_by, stats) -%}
+  {%- endif -%}
   {%- for sql in spark_bucketing.add_partition_statements(rels.respec, entries) -%}
     {%- call statement('spark_bucketing_add_partitions') -%}{{ sql }}{%- endcall -%}
   {%- endfor -%}

@@ -6,7 +6,8 @@
     marks itself choosing (`<alias>__dbt_lock_c_<epoch>_<run>`), takes a
     ticket one above every ticket listed (`<alias>__dbt_lock_t<n>_<epoch>_<run>`),
     drops its mark, then holds the lock once a listing shows no run choosing
-    and no smaller ticket (ties by run id). An entry older than
+    and no smaller ticket (ties by run id); a run whose first listing shows
+    no other run holds it by its mark (take_ticket). An entry older than
     commit_lock_expiry is a dead run's and is dropped; a run that fails in
     its commit through the package's own errors releases it
     (release_held_lock). -#}
@@ -43,15 +44,23 @@
 {% endmacro %}
 
 {% macro take_ticket(rels) %}
-  {#- Marks the run choosing, takes its ticket, drops the mark; returns the ticket's entry name. -#}
+  {#- Marks the run choosing, then takes its ticket and drops the mark;
+      returns {'name': the entry the run holds by, 'held': whether it holds
+      the lock already}. A run whose listing after its mark shows no other
+      run's entry holds the lock by its mark (3 statements in all, with the
+      release, instead of 6): of two runs that mark themselves at once, the
+      one that lists second sees the other's mark, so at most one sees
+      none; and every other run waits while a mark stands. -#}
   {%- set prefix = spark_bucketing.lock_prefix(rels.target.identifier) -%}
   {%- set choosing = prefix ~ 'c_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
   {%- do spark_bucketing.create_lock_entry(rels, choosing) -%}
-  {%- set tickets = spark_bucketing.lock_entries(rels.target, rels.target.identifier) | rejectattr('ticket', 'none') | map(attribute='ticket') | list -%}
+  {%- set others = spark_bucketing.lock_entries(rels.target, rels.target.identifier) | rejectattr('run', 'equalto', rels.run_id) | list -%}
+  {%- if not others -%}{{ return({'name': choosing, 'held': true}) }}{%- endif -%}
+  {%- set tickets = others | rejectattr('ticket', 'none') | map(attribute='ticket') | list -%}
   {%- set mine = prefix ~ 't' ~ '%06d' | format((tickets | max if tickets else 0) + 1) ~ '_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
   {%- do spark_bucketing.create_lock_entry(rels, mine) -%}
   {%- do spark_bucketing.drop_lock_entry(rels, choosing) -%}
-  {{ return(mine) }}
+  {{ return({'name': mine, 'held': false}) }}
 {% endmacro %}
 
 {% macro lock_blocker(rels, entries, ticket) %}
@@ -68,8 +77,9 @@
   {#- Waits until this run holds the table's commit lock (at most
       commit_lock_wait seconds, polling each second), dropping the entries
       of dead runs (older than commit_lock_expiry) on the way. -#}
-  {%- set ticket = spark_bucketing.take_ticket(rels) -%}
-  {%- set ns = namespace(blocker=none, held=false) -%}
+  {%- set taken = spark_bucketing.take_ticket(rels) -%}
+  {%- set ticket = taken.name -%}
+  {%- set ns = namespace(blocker=none, held=taken.held) -%}
   {%- for attempt in range(spark_bucketing.commit_lock_wait() + 1) if not ns.held -%}
     {%- if attempt > 0 -%}{%- do spark_bucketing.sleep_seconds(1) -%}{%- endif -%}
     {%- set entries = spark_bucketing.lock_entries(rels.target, rels.target.identifier) -%}
@@ -95,4 +105,17 @@
 {% macro release_commit_lock(rels) %}
   {%- do spark_bucketing.drop_lock_entry(rels, rels.pop('lock_ticket')) -%}
   {%- do model.pop('spark_bucketing_lock_entry', none) -%}
+{% endmacro %}
+
+{% macro check_lock_held(rels) %}
+  {#- Right before a swap or switch: a run that held the lock longer than
+      commit_lock_expiry may have lost it to a run that took its entry for a
+      dead run's, and then publishes nothing. One SHOW TABLES. -#}
+  {%- set names = spark_bucketing.lock_entries(rels.target, rels.target.identifier) | map(attribute='name') | list -%}
+  {%- if rels.lock_ticket not in names -%}
+    {%- do model.pop('spark_bucketing_lock_entry', none) -%}
+    {%- do spark_bucketing.model_error("this run held the commit lock of " ~ rels.target ~ " longer than commit_lock_expiry ("
+        ~ spark_bucketing.commit_lock_expiry() ~ " s), and another run took it for a dead run's. This run published nothing."
+        ~ " Rerunning is safe; raise commit_lock_expiry above the longest commit of this model") -%}
+  {%- endif -%}
 {% endmacro %}

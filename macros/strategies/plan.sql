@@ -18,10 +18,9 @@
   {%- set merge = spark_bucketing.merge_config(query_columns) if incr.strategy == 'merge' else none -%}
   {%- set columns = spark_bucketing.stored_columns(query_columns, merge) -%}
   {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
-  {%- set new_sql = spark_bucketing.static_filter_sql(sql, spec, incr.partitions) if incr.partitions else sql -%}
   {%- set existing = spark_bucketing.recover(rels) -%}
   {%- set info = spark_bucketing.table_info(existing) if existing is not none and existing.is_table else none -%}
-  {%- set run = {'incr': incr, 'merge': merge, 'new_sql': new_sql, 'existing': existing, 'info': info, 'meta': none,
+  {%- set run = {'incr': incr, 'merge': merge, 'new_sql': sql, 'existing': existing, 'info': info, 'meta': none,
                  'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec,
                  'extension': spark_bucketing.extension_active(), 'run_id': rels.run_id} -%}
   {%- if not run.full_refresh -%}
@@ -32,11 +31,24 @@
       {%- do spark_bucketing.require_records_extension(existing, run.extension or spark_bucketing.extension_loaded(), "cannot be run incrementally") -%}
       {%- do run.update({'extension': true}) -%}
     {%- endif -%}
-    {%- do run.update({'meta': meta, 'rebuild': spark_bucketing.check_incremental_target(spec, columns, info, meta, incr)}) -%}
+    {%- do run.update({'meta': meta, 'rebuild': spark_bucketing.check_incremental_target(spec, info, meta, incr)}) -%}
+    {%- set changes = spark_bucketing.schema_changes(columns, info.columns) -%}
+    {%- if changes is not none -%}
+      {%- set change = spark_bucketing.schema_change_plan(changes, spec, incr.on_schema_change) -%}
+      {%- if change.add or change.redeclare -%}
+        {%- do run.update({'info': spark_bucketing.change_table_columns(rels, spec, columns, change)}) -%}
+      {%- endif -%}
+      {#- The model's rows in the table's columns, by name. -#}
+      {%- do run.update({'new_sql': spark_bucketing.aligned_sql(sql, query_columns, run.info.columns,
+          [merge.delete_column] if merge and merge.delete_column else [])}) -%}
+    {%- endif -%}
     {#- From here on, the table's own column names and order: the rows are
         selected by name into them, and new partition folders are named as
         the table's. -#}
-    {%- do run.update({'columns': info.columns, 'spec': spark_bucketing.validate_columns(spec, info.columns)}) -%}
+    {%- do run.update({'columns': run.info.columns, 'spec': spark_bucketing.validate_columns(spec, run.info.columns)}) -%}
+  {%- endif -%}
+  {%- if incr.partitions -%}
+    {%- do run.update({'new_sql': spark_bucketing.static_filter_sql(run.new_sql, run.spec, incr.partitions)}) -%}
   {%- endif -%}
   {{ return(run) }}
 {% endmacro %}

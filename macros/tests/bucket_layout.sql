@@ -5,9 +5,10 @@
   {%- if not execute -%}
     select 1 as file_path where false
   {%- else -%}
-    {%- set violations = spark_bucketing.layout_violations(model) -%}
+    {%- set relation = spark_bucketing.tested_relation(model) -%}
+    {%- set violations = spark_bucketing.layout_violations(relation) -%}
     {%- if violations | length > 0 -%}
-      {%- do log("bucket_layout: " ~ model ~ " breaks its bucket spec in " ~ (violations | length) ~ " files:\n"
+      {%- do log("bucket_layout: " ~ relation ~ " breaks its bucket spec in " ~ (violations | length) ~ " files:\n"
           ~ spark_bucketing.describe_violations(violations, 50), info=true) -%}
     {%- endif -%}
     {{ spark_bucketing.rows_as_values(violations, ['file_path', 'problem']) }}

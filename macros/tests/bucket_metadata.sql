@@ -5,9 +5,10 @@
   {%- if not execute -%}
     select cast(null as string) as object, cast(null as string) as problem where false
   {%- else -%}
-    {%- set problems = spark_bucketing.metadata_problems(model) -%}
+    {%- set relation = spark_bucketing.tested_relation(model) -%}
+    {%- set problems = spark_bucketing.metadata_problems(relation) -%}
     {%- if problems | length > 0 -%}
-      {%- do log("bucket_metadata: " ~ model ~ " has " ~ (problems | length) ~ " problems:\n  "
+      {%- do log("bucket_metadata: " ~ relation ~ " has " ~ (problems | length) ~ " problems:\n  "
           ~ (problems[:50] | map(attribute='problem') | join('\n  ')), info=true) -%}
     {%- endif -%}
     {{ spark_bucketing.rows_as_values(problems, ['object', 'problem']) }}

@@ -16,12 +16,9 @@
 {% endmacro %}
 
 {% macro owns_location(location, owned) %}
+  {#- Whether `location` is one of the model's folders (owned_locations),
+      or a build's (build_location). -#}
   {%- for candidate in owned if spark_bucketing.same_location(location, candidate) -%}{{ return(true) }}{%- endfor -%}
-  {{ return(false) }}
-{% endmacro %}
-
-{% macro free_location(owned, old_info) %}
-  {#- Of a model's two folders (owned_locations), the one the table is not in. -#}
-  {%- if old_info and spark_bucketing.same_location(old_info.location, owned[0]) -%}{{ return(owned[1]) }}{%- endif -%}
-  {{ return(owned[0]) }}
+  {%- set build = '^' ~ modules.re.escape(spark_bucketing.location_path(owned[0])) ~ '__dbt_r[0-9]+_[0-9a-f]{12}$' -%}
+  {{ return(modules.re.match(build, spark_bucketing.location_path(location)) is not none) }}
 {% endmacro %}

@@ -43,19 +43,13 @@
     {%- endif -%}
     {%- set partitions = spark_bucketing.static_partitions_config(spec, partitions) -%}
   {%- endif -%}
-  {{ return({'strategy': strategy, 'on_bucket_change': on_change, 'partitions': partitions}) }}
+  {{ return({'strategy': strategy, 'on_bucket_change': on_change, 'partitions': partitions,
+             'on_schema_change': spark_bucketing.on_schema_change_config()}) }}
 {% endmacro %}
 
-{% macro check_table_shape(spec, columns, info) %}
-  {#- The query's columns, partition columns and file format match the table's. -#}
+{% macro check_table_shape(spec, info) %}
+  {#- The partition columns and file format match the table's (its columns: on_schema_change, schema_change.sql). -#}
   {%- set fix = "run once with --full-refresh to rebuild the table" -%}
-  {%- set table_cols = {} -%}
-  {%- for name, type in info.columns.items() -%}{%- do table_cols.update({name | lower: type | lower}) -%}{%- endfor -%}
-  {%- set query_cols = {} -%}
-  {%- for name, type in columns.items() -%}{%- do query_cols.update({name | lower: type | lower}) -%}{%- endfor -%}
-  {%- if table_cols != query_cols -%}
-    {%- do spark_bucketing.config_error('columns', "the query's columns (" ~ query_cols ~ ") differ from the table's (" ~ table_cols ~ ")", fix) -%}
-  {%- endif -%}
   {%- if info.partition_by | map('lower') | list != spec.partition_by | map('lower') | list -%}
     {%- do spark_bucketing.config_error('partition_by', "is " ~ spec.partition_by ~ " but the table is partitioned by " ~ info.partition_by, fix) -%}
   {%- endif -%}
@@ -64,11 +58,11 @@
   {%- endif -%}
 {% endmacro %}
 
-{% macro check_incremental_target(spec, columns, info, meta, incr) %}
+{% macro check_incremental_target(spec, info, meta, incr) %}
   {#- Checks an existing table against this run; returns true when the run
       must rebuild the table whole (on_bucket_change='rebuild', or a table
       this package did not build). Fails before any write otherwise. -#}
-  {%- do spark_bucketing.check_table_shape(spec, columns, info) -%}
+  {%- do spark_bucketing.check_table_shape(spec, info) -%}
   {%- set old = meta.spec or spark_bucketing.declared_spec(info) -%}
   {%- if old is none or info.type != 'external' -%}
     {%- do log("spark_bucketing: " ~ this ~ " was not built by this package; rebuilding it whole", info=true) -%}

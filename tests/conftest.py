@@ -71,7 +71,7 @@ def pytest_configure(config):
 FILE_WEIGHTS = {
     "test_extension.py": 781,
     "test_partition_values.py": 418,
-    "test_concurrent_runs.py": 482,
+    "test_concurrent_runs.py": 300,
     "test_randomized_evolution.py": 397,
     "test_hive_bucketing_v2.py": 322,
     "test_merge_randomized.py": 291,
@@ -90,7 +90,8 @@ FILE_WEIGHTS = {
     "test_demo.py": 98,
     "test_failures.py": 80,
     "test_is_incremental.py": 40,
-    "test_schema_change.py": 150,
+    "test_schema_change.py": 185,
+    "test_commit_lock.py": 30,
     "test_retention.py": 30,
     "test_hashing.py": 44,
     "test_configs.py": 30,

@@ -153,7 +153,7 @@ def writers(metastore, tmp_path_factory):
 
 
 def _round_runs(rng: random.Random, round_no: int, model: str) -> list[dict]:
-    """3 runs: days overlapping in some rounds; strategies mixed after the first (which builds every day)."""
+    """3 runs: one per strategy on different days (round_no 0), else mixed strategies on days that overlap."""
     runs = []
     for i in range(3):
         if round_no == 0:
@@ -198,10 +198,13 @@ def test_concurrent_runs_land_whole_and_lose_nothing(spark, metastore, writers):
     writers.check("run", "--select", *state, "--vars", run_vars(seed_run), target="ext")
     for model in state:
         state[model] = {day: sorted(apply([], seed_run)) for day in DAYS}
-    for round_no in range(4):
-        model = "conc_spark" if round_no % 2 == 0 else "conc_hive"
-        runs = _round_runs(rng, round_no // 2, model)
-        failing = rng.randrange(3) if round_no // 2 == 1 else None
+    # Round 0: the Spark-hash table, one run per strategy on different days. Rounds 1 (the Hive-hash
+    # table) and 2 (the Spark-hash one): mixed strategies, days that overlap, a failure injected.
+    for round_no in range(3):
+        model = "conc_hive" if round_no == 1 else "conc_spark"
+        kind = min(round_no, 1)
+        runs = _round_runs(rng, kind, model)
+        failing = rng.randrange(3) if kind == 1 else None
         procs = []
         for i, run in enumerate(runs):
             time.sleep(rng.uniform(0, 2))
@@ -248,12 +251,13 @@ def test_concurrent_runs_land_whole_and_lose_nothing(spark, metastore, writers):
         # No lock entry, and no run's side entry (the failed run's go once they are older than the grace period).
         names = metastore.query('select "TBL_NAME" from "TBLS"').split()
         assert not [n for n in names if "__dbt_lock_" in n], names
-        if round_no % 2 == 1:
-            # Both tables' layout and records after each one's round (the rounds alternate tables): one
-            # dbt process for the two, since a JVM costs the suite more than a test.
+        if round_no >= 1:
+            # Both tables' layout and records after each one's round (the Spark-hash table's round 0 with
+            # the Hive one's round 1): one dbt process for the two, since a JVM costs the suite more than a test.
             out = writers.check("test", "--select", *state, target="ext")
             assert "ERROR=0" in out and out.count(" PASS spark_bucketing_bucket_") == 4, out[-4000:]
-    assert landed_total >= 8
+    # 9 runs: the 3 of round 0 land; of the 6 in rounds 1-2, 2 have a failure injected and a few may conflict.
+    assert landed_total >= 5
 
 
 def _day_rows(spark, metastore, model: str) -> dict[str, list[tuple[int, str, int]]]:

@@ -177,6 +177,7 @@
   {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- do spark_bucketing.acquire_commit_lock(rels) -%}
+  {%- do spark_bucketing.drop_dead_runs_entries(rels, none, none, rels.side_listing) -%}
   {%- set state = spark_bucketing.commit_state(rels, info, meta, spec, plan, checked, extension) -%}
   {%- if state.conflict -%}
     {#- discard's error releases the lock (release_held_lock). -#}

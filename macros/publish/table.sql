@@ -39,7 +39,8 @@
         ~ " Rerunning is safe: the rerun writes into the table as the other run left it") -%}
   {%- endif -%}
   {#- Only a lock holder re-declares: such entries of other runs are dead runs'. -#}
-  {%- do spark_bucketing.drop_dead_runs_entries(rels, ['respec'], 0) -%}
+  {%- do spark_bucketing.drop_dead_runs_entries(rels, ['respec'], 0, rels.side_listing) -%}
+  {%- do spark_bucketing.drop_dead_runs_entries(rels, ['tmp', 'scratch', 'incr', 'new'], none, rels.side_listing) -%}
   {%- do spark_bucketing.checkpoint('before_swap') -%}
   {%- do spark_bucketing.check_lock_held(rels) -%}
   {%- do spark_bucketing.swap_in(rels.tmp, current, rels) -%}

@@ -16,13 +16,19 @@
   {{ return(alias | lower ~ '__dbt_lock_') }}
 {% endmacro %}
 
-{% macro lock_entries(schema_relation, alias) %}
+{% macro side_listing(schema_relation, alias) %}
+  {#- The names of the entries beside `alias`'s table (`<alias>__dbt_*`: lock entries and runs' side entries), one SHOW TABLES. -#}
+  {{ return(run_query('show tables in ' ~ schema_relation.schema ~ " like '" ~ alias | lower ~ "__dbt_*'").columns[1].values() | list) }}
+{% endmacro %}
+
+{% macro lock_entries(schema_relation, alias, names=none) %}
   {#- The lock entries of `alias`'s table: [{'name', 'ticket' (none for a
-      choosing mark), 'epoch', 'run'}], one SHOW TABLES. -#}
+      choosing mark), 'epoch', 'run'}], from `names` (side_listing; listed
+      here when none). -#}
   {%- set prefix = spark_bucketing.lock_prefix(alias) -%}
   {%- set pattern = '^' ~ modules.re.escape(prefix) ~ '(c|t([0-9]+))_([0-9]+)_(r[0-9]+_[0-9a-f]{12})$' -%}
   {%- set out = [] -%}
-  {%- for name in run_query('show tables in ' ~ schema_relation.schema ~ " like '" ~ prefix ~ "*'").columns[1].values() -%}
+  {%- for name in (names if names is not none else spark_bucketing.side_listing(schema_relation, alias)) -%}
     {%- set m = modules.re.match(pattern, name) -%}
     {%- if m -%}
       {%- do out.append({'name': name, 'ticket': m.group(2) | int if m.group(2) else none, 'epoch': m.group(3) | int, 'run': m.group(4)}) -%}
@@ -54,7 +60,10 @@
   {%- set prefix = spark_bucketing.lock_prefix(rels.target.identifier) -%}
   {%- set choosing = prefix ~ 'c_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
   {%- do spark_bucketing.create_lock_entry(rels, choosing) -%}
-  {%- set others = spark_bucketing.lock_entries(rels.target, rels.target.identifier) | rejectattr('run', 'equalto', rels.run_id) | list -%}
+  {#- The listing serves the cleanup of dead runs' side entries too (drop_dead_runs_entries). -#}
+  {%- set names = spark_bucketing.side_listing(rels.target, rels.target.identifier) -%}
+  {%- do rels.update({'side_listing': names}) -%}
+  {%- set others = spark_bucketing.lock_entries(rels.target, rels.target.identifier, names) | rejectattr('run', 'equalto', rels.run_id) | list -%}
   {%- if not others -%}{{ return({'name': choosing, 'held': true}) }}{%- endif -%}
   {%- set tickets = others | rejectattr('ticket', 'none') | map(attribute='ticket') | list -%}
   {%- set mine = prefix ~ 't' ~ '%06d' | format((tickets | max if tickets else 0) + 1) ~ '_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
@@ -79,7 +88,7 @@
       of dead runs (older than commit_lock_expiry) on the way. -#}
   {%- set taken = spark_bucketing.take_ticket(rels) -%}
   {%- set ticket = taken.name -%}
-  {%- set ns = namespace(blocker=none, held=taken.held) -%}
+  {%- set ns = namespace(blocker=none, held=taken.held, ticket=ticket) -%}
   {%- for attempt in range(spark_bucketing.commit_lock_wait() + 1) if not ns.held -%}
     {%- if attempt > 0 -%}{%- do spark_bucketing.sleep_seconds(1) -%}{%- endif -%}
     {%- set entries = spark_bucketing.lock_entries(rels.target, rels.target.identifier) -%}
@@ -91,7 +100,9 @@
     {%- endfor -%}
     {%- set ns.blocker = spark_bucketing.lock_blocker(rels, entries | reject('in', expired) | list, ticket) -%}
     {%- set ns.held = ns.blocker is none -%}
+    {%- set ns.ticket = spark_bucketing.refreshed_entry(rels, ns.ticket) -%}
   {%- endfor -%}
+  {%- set ticket = ns.ticket -%}
   {%- if not ns.held -%}
     {%- do spark_bucketing.drop_lock_entry(rels, ticket) -%}
     {%- do spark_bucketing.model_error("waited commit_lock_wait (" ~ spark_bucketing.commit_lock_wait() ~ " s) for the commit lock of "
@@ -107,10 +118,30 @@
   {%- do model.pop('spark_bucketing_lock_entry', none) -%}
 {% endmacro %}
 
+{% macro entry_epoch(name) %}
+  {{ return(modules.re.search('_([0-9]+)_r[0-9]+_[0-9a-f]{12}$', name).group(1) | int) }}
+{% endmacro %}
+
+{% macro refreshed_entry(rels, name) %}
+  {#- A waiting run's entry, renewed (the same ticket, the time of now)
+      once it is a third of commit_lock_expiry old, so that no other run
+      takes a live run that waits long for a dead one; returns its name. -#}
+  {%- if spark_bucketing.entry_epoch(name) > spark_bucketing.epoch_now() - spark_bucketing.commit_lock_expiry() // 3 -%}{{ return(name) }}{%- endif -%}
+  {%- set renewed = modules.re.sub('_[0-9]+_(r[0-9]+_[0-9a-f]{12})$', '_' ~ spark_bucketing.epoch_now() ~ '_\\1', name) -%}
+  {%- do spark_bucketing.create_lock_entry(rels, renewed) -%}
+  {%- do spark_bucketing.drop_lock_entry(rels, name) -%}
+  {{ return(renewed) }}
+{% endmacro %}
+
 {% macro check_lock_held(rels) %}
   {#- Right before a swap or switch: a run that held the lock longer than
       commit_lock_expiry may have lost it to a run that took its entry for a
-      dead run's, and then publishes nothing. One SHOW TABLES. -#}
+      dead run's, and then publishes nothing. One SHOW TABLES, once the
+      entry is half as old as commit_lock_expiry (no run takes a younger
+      one; keep the clocks of the machines that run dbt within seconds). -#}
+  {%- if spark_bucketing.entry_epoch(rels.lock_ticket) > spark_bucketing.epoch_now() - spark_bucketing.commit_lock_expiry() // 2 -%}
+    {{ return(none) }}
+  {%- endif -%}
   {%- set names = spark_bucketing.lock_entries(rels.target, rels.target.identifier) | map(attribute='name') | list -%}
   {%- if rels.lock_ticket not in names -%}
     {%- do model.pop('spark_bucketing_lock_entry', none) -%}

@@ -1,0 +1,58 @@
+"""The commit lock's timing (macros/steps/lock.sql): a run that meets no
+other run holds the lock by its choosing mark; a run that waits renews its
+entry, so that no other run takes a live waiting run's entry for a dead
+run's; an entry older than commit_lock_expiry is a dead run's and goes."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from tests.support.incremental import model_sql, statement_body
+
+
+def _model(vars_: dict) -> str:
+    return model_sql(vars_).replace("verify_layout=", "commit_lock_expiry=6, verify_layout=", 1)
+
+
+def _lock_statements(statements: list[str]) -> list[str]:
+    """The lock's statements: its entries, and the listing of the entries beside the table (`<alias>__dbt_*`)."""
+    return [statement_body(s) for s in statements if "__dbt_lock_" in s or re.search(r"like '\w+__dbt_\*'", s)]
+
+
+def test_an_uncontended_run_holds_the_lock_by_its_mark(spark, dbt_project):
+    name = "lock_alone"
+    (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [0, 1]}))
+    dbt_project.run(name)
+    (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [1], "tag": 1}))
+    statements: list[str] = []
+    assert dbt_project.dbt("run", "--select", name, statements=statements).success
+    lock = _lock_statements(statements)
+    # Its mark, one listing, the release: no ticket.
+    assert [s.split()[0] for s in lock] == ["create", "show", "drop"], lock
+    assert "__dbt_lock_c_" in lock[0] and "__dbt_lock_t" not in " ".join(lock)
+
+
+def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, dbt_project):
+    name = "lock_wait"
+    schema = dbt_project.schema
+    (dbt_project.root / "models" / f"{name}.sql").write_text(_model({"days": [0, 1]}))
+    dbt_project.run(name)
+    # A dead run's ticket, dated 3 s ahead: it expires (commit_lock_expiry=6) about 9 s from now.
+    dead = f"{name}__dbt_lock_t000001_{int(time.time()) + 3}_r{int(time.time())}_aaaaaabbbbbb"
+    spark.sql(f"create view {schema}.{dead} as select 1 as held")
+    began = time.time()
+    (dbt_project.root / "models" / f"{name}.sql").write_text(_model({"days": [1], "tag": 1}))
+    statements: list[str] = []
+    assert dbt_project.dbt("run", "--select", name, statements=statements).success
+    assert time.time() - began >= 8
+    lock = _lock_statements(statements)
+    created = [re.search(r"__dbt_lock_(t\d+)_(\d+)_(r\d+_[0-9a-f]{12})", s) for s in lock if s.startswith("create")]
+    tickets = [m.groups() for m in created if m]
+    # One ticket, above the dead run's, renewed with later times while the run waited.
+    assert {t for t, _, _ in tickets} == {"t000002"}, lock
+    epochs = [int(e) for _, e, _ in tickets]
+    assert len(epochs) >= 2 and epochs == sorted(epochs) and epochs[-1] - epochs[0] >= 2, lock
+    assert any(s.startswith("drop") and dead in s for s in lock), lock
+    left = [r.tableName for r in spark.sql(f"show tables in {schema} like '{name}__dbt_lock_*'").collect()]
+    assert left == []

@@ -1,6 +1,8 @@
 """Randomized incremental runs under on_bucket_change='evolve': new partitions,
-overwrites, appends and bucket count changes (up and down, power-of-two and
-not). After every run a bucketed join, a GROUP BY on the bucket key and point
+overwrites, appends, bucket count changes (up and down, power-of-two and
+not) and column changes (a column added with on_schema_change=
+'append_new_columns', or one added and one dropped with 'sync_all_columns':
+the table's columns change in the catalog only). After every run a bucketed join, a GROUP BY on the bucket key and point
 lookups must answer exactly as they do with bucketing disabled, and as the
 independent model of the data says.
 
@@ -47,7 +49,8 @@ def test_randomized_incremental_runs_answer_like_unbucketed_reads(spark, dbt_pro
     buckets, next_day, tag = 8, 0, 0
     history = []
     bucketed_runs = 0
-    kinds = ["new", "overwrite", "append", "resize", "backfill"]
+    kinds = ["new", "overwrite", "append", "resize", "backfill", "columns"]
+    extra: list[str] = []
     plan = ["create"] + rng.sample(kinds, len(kinds))  # every kind at least once, then at random
     plan += [rng.choice(kinds + ["resize"]) for _ in range(RUNS - len(plan))]
     for run, op in enumerate(plan):
@@ -64,6 +67,12 @@ def test_randomized_incremental_runs_answer_like_unbucketed_reads(spark, dbt_pro
                 days.append(next_day)
         next_day = max(next_day, max(days) + 1)
         tag += 1
+        on_schema_change = "append_new_columns"
+        if op == "columns":
+            if extra and rng.random() < 0.5:
+                extra = [c for c in extra if c != rng.choice(extra)]
+                on_schema_change = "sync_all_columns"
+            extra = [*extra, f"c{tag}"]
         vars_ = {
             "bucket_hash": "spark",
             "buckets": buckets,
@@ -73,6 +82,8 @@ def test_randomized_incremental_runs_answer_like_unbucketed_reads(spark, dbt_pro
             "rows": rng.choice([40, 120, 200]),
             "keys": 300,
             "strategy": "append" if op == "append" else "insert_overwrite",
+            "extra": extra,
+            "on_schema_change": on_schema_change,
         }
         history.append((op, vars_))
         context = f"seed={seed} run={run} op={op} vars={vars_}"
@@ -81,6 +92,11 @@ def test_randomized_incremental_runs_answer_like_unbucketed_reads(spark, dbt_pro
 
         assert table_rows(spark, table) == expected.rows(), context
         assert partition_layout_problems(spark, table) == [], context
+        # The table has the model's columns; an extra column is NULL in rows written before it, else id + n.
+        assert spark.table(table).columns == ["k", "payload", "id", *extra, "day"], context
+        for c in extra:
+            wrong = spark.sql(f"select count(*) from {table} where {c} is not null and {c} != id + {c[1:]}").first()[0]
+            assert wrong == 0, context
         lookups = [rng.randrange(300) for _ in range(3)]
         with_buckets = _answers(spark, table, dim, lookups)
         if declared(spark, table) is not None:

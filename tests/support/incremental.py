@@ -28,10 +28,13 @@ MODEL_SQL = """
     partitions=var('partitions', none),
     verify_layout=var('verify_layout', true),
     bucket_records=var('bucket_records', 'table_properties'),
+    on_schema_change=var('on_schema_change', 'ignore'),
 ) }}
 select cast(pmod(hash(id, {{ var('tag', 0) }}), {{ var('keys', 300) }}) as int) as k,
        concat('v{{ var("tag", 0) }}-', id) as payload,
        id,
+       {#- Extra columns named c<n>, holding id + n. -#}
+       {% for c in var('extra', []) %}id + {{ c[1:] }} as {{ c }}, {% endfor %}
        date_add(date'2024-01-01', d) as day
 from range(0, {{ var('rows', 200) }}, 1, 6)
 cross join (select explode(array({{ var('days', [0]) | join(', ') }})) as d)

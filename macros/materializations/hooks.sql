@@ -14,13 +14,15 @@
     {%- set alias = res.node.alias | lower -%}
     {%- set rels = {'target': api.Relation.create(identifier=alias, schema=res.node.schema, database=res.node.database),
                     'scratch': api.Relation.create(identifier=alias ~ '__dbt_scratch_hook_' ~ mine, schema=res.node.schema, database=res.node.database, type='table')} -%}
-    {%- for e in spark_bucketing.lock_entries(rels.target, alias) if e.run.split('_')[1][:6] == mine -%}
+    {#- One listing serves the lock entries and the side entries. -#}
+    {%- set names = spark_bucketing.side_listing(rels.target, alias) -%}
+    {%- for e in spark_bucketing.lock_entries(rels.target, alias, names) if e.run.split('_')[1][:6] == mine -%}
       {%- do log("spark_bucketing: releasing the commit lock of " ~ rels.target ~ " held by run " ~ e.run ~ ", which failed", info=true) -%}
       {%- do spark_bucketing.drop_lock_entry(rels, e.name) -%}
     {%- endfor -%}
     {%- set suffixes = spark_bucketing.run_side_roles() | map(attribute='1') | join('|') -%}
     {%- set pattern = '^' ~ modules.re.escape(alias) ~ '(' ~ suffixes ~ ')_r[0-9]+_' ~ mine ~ '[0-9a-f]{6}$' -%}
-    {%- for name in run_query('show tables in ' ~ res.node.schema ~ " like '" ~ alias ~ "__dbt_*'").columns[1].values() -%}
+    {%- for name in names -%}
       {%- set m = modules.re.match(pattern, name) -%}
       {%- if m -%}
         {%- set rel = api.Relation.create(identifier=name, schema=res.node.schema, database=res.node.database, type='table') -%}

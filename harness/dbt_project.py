@@ -79,19 +79,29 @@ class DbtProject:
     def remove_model(self, name: str) -> None:
         (self.root / "models" / f"{name}.sql").unlink(missing_ok=True)
 
-    def dbt(self, *args: str, statements: list[str] | None = None, fail_at: str | None = None) -> dbtRunnerResult:
+    def dbt(
+        self,
+        *args: str,
+        statements: list[str] | None = None,
+        fail_at: str | None = None,
+        log: list[str] | None = None,
+    ) -> dbtRunnerResult:
         """Runs dbt in this process. `statements`, if given, receives the SQL
-        of every statement dbt sends to Spark; `fail_at` injects a failure at
+        of every statement dbt sends to Spark; `log`, every message dbt logs
+        (a microbatch batch's error is there, its result says only ERROR);
+        `fail_at` injects a failure at
         that step of the package's runs (through the environment: a change of
         --vars would make dbt parse the whole project again, 1-4 s)."""
         argv = [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
-        if args and args[0] in ("run", "test"):
+        if args and args[0] in ("run", "test") and "--write-json" not in args:
             # The result object is what the tests read; writing manifest.json
             # and run_results.json costs about 0.4 s of every invocation.
             argv.append("--no-write-json")
         callbacks = []
         if statements is not None:
             callbacks.append(lambda e: statements.append(e.data.sql) if e.info.name == "SQLQuery" else None)
+        if log is not None:
+            callbacks.append(lambda e: log.append(e.info.msg))
         if fail_at is None:
             return dbtRunner(callbacks=callbacks).invoke(argv)
         os.environ[FAIL_AT] = fail_at
@@ -101,12 +111,17 @@ class DbtProject:
             del os.environ[FAIL_AT]
 
     def run(
-        self, *select: str, expect_ok: bool = True, extra: tuple[str, ...] = (), fail_at: str | None = None
+        self,
+        *select: str,
+        expect_ok: bool = True,
+        extra: tuple[str, ...] = (),
+        fail_at: str | None = None,
+        log: list[str] | None = None,
     ) -> dbtRunnerResult:
         args = ["run", *extra]
         if select:
             args += ["--select", *select]
-        result = self.dbt(*args, fail_at=fail_at)
+        result = self.dbt(*args, fail_at=fail_at, log=log)
         if expect_ok:
             assert result.success, failure_text(result)
         return result

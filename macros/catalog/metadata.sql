@@ -30,10 +30,11 @@
 
 {% macro partition_key(path) %}
   {#- The property key of a partition's record. The Hive metastore holds keys
-      of up to 256 characters; a longer one is named by the MD5 of the path
-      (the record itself carries the path). -#}
+      of up to 256 characters; a longer one, and one Spark would show
+      redacted (a key holding "url": unredacted), is named by the MD5 of the
+      path (the record itself carries the path). -#}
   {%- set key = spark_bucketing.metadata_prefix() ~ 'partition.' ~ path -%}
-  {{ return(key if key | length <= 256 else spark_bucketing.metadata_prefix() ~ 'partition.md5:' ~ local_md5(path)) }}
+  {{ return(key if key | length <= 256 and 'url' not in key | lower else spark_bucketing.metadata_prefix() ~ 'partition.md5:' ~ local_md5(path)) }}
 {% endmacro %}
 
 {% macro stats_records(spec, stats, accounting=none, commit=none) %}
@@ -123,6 +124,11 @@
   {%- if records is none -%}
     {#- A value that is not JSON: found one by one, so the error names it. -#}
     {%- for key, value in zip(keys, values) if fromjson(value) is none -%}
+      {%- if 'redacted' in value -%}
+        {%- do exceptions.raise_compiler_error("spark_bucketing: Spark shows the table property " ~ key ~ " of " ~ relation ~ " as " ~ value
+            ~ ": its key or value matches the session's spark.sql.redaction.options.regex, which the package's records avoid only for the default, (?i)url."
+            ~ " Fix: keep that setting's default on the sessions that run dbt, or make it match none of the keys and values spark_bucketing.* holds") -%}
+      {%- endif -%}
       {%- do exceptions.raise_compiler_error("spark_bucketing: the table property " ~ key ~ " of " ~ relation
           ~ " is not a JSON record: " ~ value[:200] ~ ". Unset it (alter table " ~ relation ~ " unset tblproperties ('" ~ key
           ~ "')): the table is then declared unbucketed until a run rewrites that partition and records it anew.") -%}

@@ -10,7 +10,7 @@
 
 {% macro release_failed_runs_locks(results) %}
   {%- set mine = local_md5(invocation_id)[:6] -%}
-  {%- for res in results if res.status == 'error' and res.node.config.materialized in ('bucketed_incremental', 'bucketed_table') -%}
+  {%- for res in results if res.status == 'error' and (res.node.config.materialized == 'bucketed_table' or spark_bucketing.is_bucketed_incremental(res.node.config)) -%}
     {%- set alias = res.node.alias | lower -%}
     {%- set rels = {'target': api.Relation.create(identifier=alias, schema=res.node.schema, database=res.node.database),
                     'scratch': api.Relation.create(identifier=alias ~ '__dbt_scratch_hook_' ~ mine, schema=res.node.schema, database=res.node.database, type='table')} -%}

@@ -53,7 +53,7 @@
 
 {% macro whole_table_conflict(rels, old_relation, current, current_info, planned) %}
   {#- Why a whole build must not swap in, or none (see replace_table). -#}
-  {%- if old_relation is none and current is not none and model.config.materialized == 'bucketed_incremental' -%}
+  {%- if old_relation is none and current is not none and spark_bucketing.is_bucketed_incremental(model.config) -%}
     {{ return("another run created " ~ rels.target ~ " while this run built it from scratch, from its own rows only") }}
   {%- endif -%}
   {%- if planned is not none -%}

@@ -48,7 +48,10 @@
 
 {% macro default__distributed_select_sql(spec, columns, sql) -%}
   {%- set ordered = spark_bucketing.partition_columns_last(columns, spec.partition_by) -%}
-  {%- set bucket_id = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.bucket_hash, spec.get('bucketing_version', 1)) -%}
+  {#- 'route_hash_function' (hive_writer_routed): the rows go where the writer puts them. -#}
+  {%- set bucket_id = spark_bucketing.hive_bucket_sql(spec.route_hash_function, spec.clustered_by, spec.buckets)
+      if spec.get('route_hash_function') else
+      spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.bucket_hash, spec.get('bucketing_version', 1)) -%}
   {%- set keys = spark_bucketing.quoted(spec.partition_by) + ['__sb_route'] -%}
   {#- A partitioned table's write names no task count: the shuffle has the
       session's shuffle partitions, and AQE may coalesce it to the data's

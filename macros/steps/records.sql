@@ -8,7 +8,7 @@
       set before any partition moves; the run's commit lock released if it
       fails. It returns each partition's previous folder and record. -#}
   {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations '
-      ~ spark_bucketing.sql_string(tojson({'moves': moves, 'table_properties': table_properties,
+      ~ spark_bucketing.sql_string(tojson({'moves': moves, 'table_properties': spark_bucketing.unredacted(table_properties),
                                            'release_lock_on_failure': model.get('spark_bucketing_lock_entry')}))) }}
 {% endmacro %}
 

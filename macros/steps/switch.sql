@@ -54,7 +54,8 @@
       [{'spec', 'location', 'create', 'drop'}], then the properties `after`
       once every partition has moved
       (the tests' step 'inside_switch' stops it before those). -#}
-  {%- set payload = {'moves': moves, 'table_properties': before, 'table_properties_after': after, 'commit_properties': commit,
+  {%- set payload = {'moves': moves, 'table_properties': spark_bucketing.unredacted(before), 'table_properties_after': spark_bucketing.unredacted(after),
+                     'commit_properties': commit,
                      'release_lock_on_failure': model.get('spark_bucketing_lock_entry')} -%}
   {%- if spark_bucketing.injected_failure('inside_switch') -%}{%- do payload.update({'fail_after_moves': true}) -%}{%- endif -%}
   {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) }}

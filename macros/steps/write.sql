@@ -65,7 +65,9 @@
       a row of a Hive v1 table in the bucket of Spark's own Hive hash, and
       the write fails, before anything is published, on a row for which Hive's
       own hash function (bucket_id_expr) gives another bucket. The check that
-      would otherwise read every written row again. -#}
+      would otherwise read every written row again. Hive's function (a Hive
+      UDF, the costly one) is evaluated once per row: the rows are routed by
+      the writer's (hive_writer_routed). -#}
   {%- set cols = spark_bucketing.quoted(spec.clustered_by) -%}
   {%- set hive = spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, 'hive', 1) -%}
   {%- set writer = spark_bucketing.hive_bucket_sql(spark_bucketing.hive_writer_hash_function(), spec.clustered_by, spec.buckets) -%}
@@ -78,6 +80,16 @@
             {{ spark_bucketing.sql_string("; nothing was published. Fix: bucket on columns of another type, or set bucket_hash='spark'") }})) end
 {%- endmacro %}
 
+{% macro hive_writer_routed(spec) %}
+  {#- `spec`, its rows routed (distributed_select_sql) by the hash Spark's
+      Hive writer places them by: a native function, where Hive's own is a
+      Hive UDF. Only where every row is checked against Hive's own
+      (hive_rows_checked_sql), which makes the two equal. -#}
+  {%- set routed = dict(spec) -%}
+  {%- do routed.update({'route_hash_function': spark_bucketing.hive_writer_hash_function()}) -%}
+  {{ return(routed) }}
+{% endmacro %}
+
 {% macro write_bucketed_folder(spec, columns, sql, location, bucketed_rows) %}
   {#- Writes the rows of `sql` as `spec`'s buckets into the new folder
       `location` through the session extension (write_folder): the files,
@@ -86,10 +98,12 @@
       (hive_rows_checked_sql); Hive's v2 rows are placed by v2, which
       Spark's Hive writer cannot do. Returns the folder's description. -#}
   {%- set folder = spark_bucketing.bucketed_folder(spec, columns, location) -%}
-  {%- set rows_sql = spark_bucketing.bucketed_write_sql(spec, columns, sql, bucketed_rows) -%}
   {%- if folder.get('bucketing_version') == 1 -%}
     {%- do spark_bucketing.register_hash_functions() -%}
-    {%- set rows_sql = spark_bucketing.hive_rows_checked_sql(spec, rows_sql) -%}
+    {%- set rows_sql = spark_bucketing.hive_rows_checked_sql(spec,
+        spark_bucketing.bucketed_write_sql(spark_bucketing.hive_writer_routed(spec), columns, sql, bucketed_rows)) -%}
+  {%- else -%}
+    {%- set rows_sql = spark_bucketing.bucketed_write_sql(spec, columns, sql, bucketed_rows) -%}
   {%- endif -%}
   {{ return(spark_bucketing.write_folder(folder, rows_sql)) }}
 {% endmacro %}

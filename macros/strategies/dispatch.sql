@@ -5,6 +5,8 @@
   {%- set whole = run.rebuild or not run.spec.partition_by -%}
   {%- if run.incr.strategy == 'merge' -%}
     {{ return(spark_bucketing.merge_plan(rels, run, whole)) }}
+  {%- elif run.incr.strategy == 'microbatch' -%}
+    {{ return(spark_bucketing.microbatch_plan(rels, run, whole)) }}
   {%- elif run.incr.strategy == 'append' -%}
     {{ return(spark_bucketing.append_plan(rels, run, whole)) }}
   {%- endif -%}

@@ -12,15 +12,20 @@
 {% macro incremental_run(rels, sql, spec, incr) %}
   {#- Checks the query and the existing table against the configs, repairs
       what a failed run left, and returns the run's context: {spec, incr,
-      merge, columns, new_sql, existing, info, meta, full_refresh, rebuild,
+      merge, columns, new_sql, model_sql (the model's rows, a batch's
+      checked: batch_rows_sql), existing, info, meta, full_refresh, rebuild,
       extension (extension_active)}. -#}
   {%- set query_columns = spark_bucketing.query_columns(sql) -%}
   {%- set merge = spark_bucketing.merge_config(query_columns) if incr.strategy == 'merge' else none -%}
   {%- set columns = spark_bucketing.stored_columns(query_columns, merge) -%}
   {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
+  {%- if incr.batch is not none -%}
+    {%- do spark_bucketing.check_batch_columns(spec, columns, incr.batch) -%}
+    {%- set sql = spark_bucketing.batch_rows_sql(sql, spec, incr.batch) -%}
+  {%- endif -%}
   {%- set existing = spark_bucketing.recover(rels) -%}
   {%- set info = spark_bucketing.table_info(existing) if existing is not none and existing.is_table else none -%}
-  {%- set run = {'incr': incr, 'merge': merge, 'new_sql': sql, 'existing': existing, 'info': info, 'meta': none,
+  {%- set run = {'incr': incr, 'merge': merge, 'new_sql': sql, 'model_sql': sql, 'existing': existing, 'info': info, 'meta': none,
                  'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec,
                  'extension': spark_bucketing.extension_active(), 'run_id': rels.run_id} -%}
   {%- if not run.full_refresh -%}
@@ -66,7 +71,7 @@
   {#- 'reads_old_rows': the rows are made from the partitions' old rows (a commit of another run to one of them since is a conflict). -#}
   {{ return({'content': content, 'whole': whole, 'staged': staged, 'stage_location': spark_bucketing.stage_location(run),
              'replaced_partitions': replaced_partitions, 'accounting': accounting, 'bucketed_rows': bucketed_rows,
-             'strategy': run.incr.strategy, 'reads_old_rows': run.incr.strategy in ('append', 'merge')}) }}
+             'strategy': run.incr.strategy, 'reads_old_rows': run.incr.strategy in ('append', 'merge', 'microbatch')}) }}
 {% endmacro %}
 
 {% macro stage(rels, run, columns, list_partitions) %}

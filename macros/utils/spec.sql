@@ -65,3 +65,9 @@
   {%- for _ in range(40) if ns.r > 1 and ns.r % 2 == 0 -%}{%- set ns.r = ns.r // 2 -%}{%- endfor -%}
   {{ return(ns.r == 1) }}
 {% endmacro %}
+
+{% macro is_bucketed_incremental(node_config) %}
+  {#- Whether a model (its config) is built by bucketed_incremental's run. -#}
+  {{ return(node_config.materialized == 'bucketed_incremental'
+      or node_config.materialized == 'incremental' and node_config.get('buckets') is not none) }}
+{% endmacro %}

@@ -26,9 +26,9 @@
 
 {% macro incremental_config(spec) %}
   {%- set strategy = config.get('incremental_strategy') or 'insert_overwrite' -%}
-  {%- if strategy not in ('insert_overwrite', 'append', 'merge') -%}
-    {%- do spark_bucketing.config_error('incremental_strategy', "must be 'insert_overwrite', 'append' or 'merge', got '" ~ strategy ~ "'",
-        "use insert_overwrite (replace the partitions the new rows fall in), append (add rows; touched partitions are rewritten) or merge (upsert and delete by unique_key)") -%}
+  {%- if strategy not in ('insert_overwrite', 'append', 'merge', 'microbatch') -%}
+    {%- do spark_bucketing.config_error('incremental_strategy', "must be 'insert_overwrite', 'append', 'merge' or 'microbatch', got '" ~ strategy ~ "'",
+        "use insert_overwrite (replace the partitions the new rows fall in), append (add rows; touched partitions are rewritten), merge (upsert and delete by unique_key) or microbatch (dbt's batches by event_time)") -%}
   {%- endif -%}
   {%- set on_change = config.get('on_bucket_change') or 'fail' -%}
   {%- if on_change not in ('fail', 'rebuild', 'evolve') -%}
@@ -44,7 +44,8 @@
     {%- set partitions = spark_bucketing.static_partitions_config(spec, partitions) -%}
   {%- endif -%}
   {{ return({'strategy': strategy, 'on_bucket_change': on_change, 'partitions': partitions,
-             'on_schema_change': spark_bucketing.on_schema_change_config()}) }}
+             'on_schema_change': spark_bucketing.on_schema_change_config(),
+             'batch': spark_bucketing.batch_config(spec) if strategy == 'microbatch' else none}) }}
 {% endmacro %}
 
 {% macro check_table_shape(spec, info) %}

@@ -6,8 +6,14 @@ each). Each side and mode runs twice, order alternated (A B, then B A), and
 keeps its best wall time; statements are counted per run from dbt's log.
 Both sides end with the same rows (a count and a checksum).
 
+With --microbatch both sides are dbt microbatch models (`batch_size='day'`,
+ours `materialized='incremental'` with `buckets`, routed to the package by
+the project's macros/incremental.sql), and a run is a backfill window
+(`--event-time-start`/`--event-time-end`) whose days dbt runs as batches,
+one after another.
+
     .venv/bin/python benchmarks/bench_concurrent.py [--per-day 20000] [--buckets 8] [--days 28]
-        [--processes 4] [--extension] [--hash spark]
+        [--processes 4] [--extension] [--hash spark] [--microbatch]
 
 Prints the figures docs/benchmarks.md reports.
 """
@@ -15,6 +21,7 @@ Prints the figures docs/benchmarks.md reports.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -38,20 +45,52 @@ cross join (select explode(sequence({{{{ var('first', 0) }}}}, {{{{ var('last', 
 """
 
 
-def write_models(project: DbtProcessProject, per_day: int, buckets: int, family: str) -> dict[str, str]:
+ROUTING = """
+{% materialization incremental, adapter='spark' %}
+  {{ return(spark_bucketing.incremental_materialization()) }}
+{% endmaterialization %}
+"""
+SOURCE = """
+{{{{ config(materialized='table', file_format='parquet', event_time='day') }}}}
+select cast(pmod(hash(id), 5000) as int) as k, concat('v', id) as payload, date_add(date'2024-01-01', d) as day
+from range(0, {per_day}, 1, 1) cross join (select explode(sequence(0, {last})) as d)
+"""
+BATCH = "select k, concat(payload, '-{{ var('tag', 0) }}') as payload, day from {{ ref('bf_src') }}"
+
+
+def write_models(
+    project: DbtProcessProject, per_day: int, buckets: int, family: str, microbatch: int | None = None
+) -> dict[str, str]:
+    """The two sides' models; `microbatch`: the days of their source (the models are dbt microbatch models)."""
     common = f"partition_by=['day'], clustered_by=['k'], buckets={buckets}, incremental_strategy='insert_overwrite'"
-    configs = {
-        "ours": ("bf_ours", f"materialized='bucketed_incremental', bucket_hash='{family}'"),
-        "stock": ("bf_stock", "materialized='incremental', file_format='parquet'"),
-    }
-    for model, config in configs.values():
-        (project.root / "models" / f"{model}.sql").write_text(
-            "{{ config(" + config + ", " + common + ") }}\n" + DAILY.format(per_day=per_day)
+    ours = f"materialized='bucketed_incremental', bucket_hash='{family}'"
+    body = DAILY.format(per_day=per_day)
+    if microbatch is not None:
+        common = (
+            f"partition_by=['day'], clustered_by=['k'], buckets={buckets}, incremental_strategy='microbatch', "
+            "event_time='day', batch_size='day', begin='2024-01-01'"
         )
+        ours = f"materialized='incremental', bucket_hash='{family}'"
+        body = BATCH
+        (project.root / "macros").mkdir(exist_ok=True)
+        (project.root / "macros" / "incremental.sql").write_text(ROUTING)
+        (project.root / "models" / "bf_src.sql").write_text(SOURCE.format(per_day=per_day, last=microbatch - 1))
+    configs = {"ours": ("bf_ours", ours), "stock": ("bf_stock", "materialized='incremental', file_format='parquet'")}
+    for model, config in configs.values():
+        (project.root / "models" / f"{model}.sql").write_text("{{ config(" + config + ", " + common + ") }}\n" + body)
     return {side: model for side, (model, _) in configs.items()}
 
 
-def start(project: DbtProcessProject, model: str, first: int, last: int, tag: int, folder: Path) -> subprocess.Popen:
+def window(first: int, last: int) -> list[str]:
+    """dbt's backfill window of days first..last (a microbatch run)."""
+    day = datetime.date(2024, 1, 1)
+    start, end = day + datetime.timedelta(days=first), day + datetime.timedelta(days=last + 1)
+    return ["--event-time-start", start.isoformat(), "--event-time-end", end.isoformat()]
+
+
+def start(
+    project: DbtProcessProject, model: str, first: int, last: int, tag: int, folder: Path, microbatch: bool
+) -> subprocess.Popen:
     """One `dbt run` of `model` over days first..last, in a process with its own target and log folder."""
     folder.mkdir(parents=True, exist_ok=True)
     env = {
@@ -60,7 +99,7 @@ def start(project: DbtProcessProject, model: str, first: int, last: int, tag: in
         "DBT_TARGET_PATH": str(folder),
         "DBT_LOG_PATH": str(folder),
     }
-    vars_ = json.dumps({"first": first, "last": last, "tag": tag})
+    vars_ = json.dumps({"tag": tag} if microbatch else {"first": first, "last": last, "tag": tag})
     cmd = [
         DBT,
         "run",
@@ -68,6 +107,7 @@ def start(project: DbtProcessProject, model: str, first: int, last: int, tag: in
         model,
         "--vars",
         vars_,
+        *(window(first, last) if microbatch else []),
         "--project-dir",
         str(project.root),
         "--profiles-dir",
@@ -76,13 +116,17 @@ def start(project: DbtProcessProject, model: str, first: int, last: int, tag: in
     return subprocess.Popen(cmd, cwd=project.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def backfill(project: DbtProcessProject, model: str, days: int, processes: int, tag: int, base: Path) -> dict:
+def backfill(
+    project: DbtProcessProject, model: str, days: int, processes: int, tag: int, base: Path, microbatch: bool
+) -> dict:
     """Replaces days 0..days-1 with `processes` runs at once; wall time and each run's statements."""
     per = days // processes
     folders = [base / f"{model}-{tag}-{i}" for i in range(processes)]
     began = time.perf_counter()
     procs = [
-        start(project, model, i * per, days - 1 if i == processes - 1 else (i + 1) * per - 1, tag, folders[i])
+        start(
+            project, model, i * per, days - 1 if i == processes - 1 else (i + 1) * per - 1, tag, folders[i], microbatch
+        )
         for i in range(processes)
     ]
     outputs = [p.communicate()[0] for p in procs]
@@ -111,6 +155,7 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--hash", default="spark", choices=["spark", "hive"])
     parser.add_argument("--extension", action="store_true", help="load the session extension in every run")
+    parser.add_argument("--microbatch", action="store_true", help="dbt microbatch models, a run a backfill window")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="sb-bench-concurrent-"))
     service = MetastoreService(base / "warehouse", jvm_flags="")
@@ -120,12 +165,18 @@ def main() -> int:
         if args.extension:
             conf.update(extension.spark_settings(extension.build_jar()))
         project = DbtProcessProject(base / "project", **conf)
-        sides = write_models(project, args.per_day, args.buckets, args.hash)
-        for model in sides.values():
-            project.dbt("run", "--select", model, "--vars", json.dumps({"first": 0, "last": args.days - 1}))
+        sides = write_models(project, args.per_day, args.buckets, args.hash, args.days if args.microbatch else None)
+        if args.microbatch:
+            project.dbt("run", "--select", "bf_src")
+            for model in sides.values():
+                project.dbt("run", "--select", model, *window(0, args.days - 1))
+        else:
+            for model in sides.values():
+                project.dbt("run", "--select", model, "--vars", json.dumps({"first": 0, "last": args.days - 1}))
+        strategy = "microbatch, daily batches" if args.microbatch else "insert_overwrite"
         print(
             f"\nBackfill of {args.days} existing days ({args.per_day:,} rows a day, {args.buckets} buckets, "
-            f"insert_overwrite, {args.hash} hash{', session extension' if args.extension else ''}) on a Hive "
+            f"{strategy}, {args.hash} hash{', session extension' if args.extension else ''}) on a Hive "
             "metastore service on Postgres; each run its own `dbt run` (a JVM each); best of two, order alternated"
         )
         print(f"{'side':<8} {'processes':>9} {'wall s':>8} {'statements per run':>30}")
@@ -136,7 +187,7 @@ def main() -> int:
             for order in (list(sides), list(reversed(sides))):
                 tag += 1
                 for side in order:
-                    r = backfill(project, sides[side], args.days, processes, tag, base / "runs")
+                    r = backfill(project, sides[side], args.days, processes, tag, base / "runs", args.microbatch)
                     best = results.get((side, processes))
                     if best is None or r["s"] < best["s"]:
                         results[(side, processes)] = r

@@ -13,8 +13,12 @@
     {%- set found = namespace(done=false) -%}
     {%- for spec, paths in groups if not found.done and spark_bucketing.same_spec(spec, rec) -%}
       {%- do paths.append(path) -%}{%- set found.done = true -%}
+      {#- A group allows the most files per bucket any of its records allows. -#}
+      {%- if rec.get('max_files_per_bucket', 1) > spec.get('max_files_per_bucket', 1) -%}
+        {%- do spec.update({'max_files_per_bucket': rec.max_files_per_bucket}) -%}
+      {%- endif -%}
     {%- endfor -%}
-    {%- if not found.done -%}{%- do groups.append((rec, [path])) -%}{%- endif -%}
+    {%- if not found.done -%}{%- do groups.append((rec.copy(), [path])) -%}{%- endif -%}
   {%- endfor -%}
   {{ return(groups) }}
 {% endmacro %}
@@ -67,7 +71,9 @@
   {%- if spec is none -%}{%- set problem = 'no bucket spec is recorded or declared for partition ' ~ f.partition_path -%}
   {%- elif f.file_bucket is none -%}{%- set problem = 'file name carries no bucket id' -%}
   {%- elif f.file_bucket >= spec.buckets -%}{%- set problem = 'bucket id ' ~ f.file_bucket ~ ' >= bucket count ' ~ spec.buckets -%}
-  {%- elif same_bucket > 1 -%}{%- set problem = same_bucket ~ ' files for bucket ' ~ f.file_bucket ~ ' in ' ~ f.directory -%}
+  {%- elif same_bucket > spec.get('max_files_per_bucket', 1) -%}
+    {%- set problem = same_bucket ~ ' files for bucket ' ~ f.file_bucket ~ ' in ' ~ f.directory
+        ~ (' (at most ' ~ spec.max_files_per_bucket ~ ' recorded)' if spec.get('max_files_per_bucket', 1) > 1 else '') -%}
   {%- elif f.checked_rows != f.row_count -%}{%- set problem = (f.row_count - f.checked_rows) ~ ' of ' ~ f.row_count ~ ' rows were not read by the check' -%}
   {%- elif misplaced.n > 0 -%}{%- set problem = misplaced.n ~ ' of ' ~ f.row_count ~ ' rows belong to other buckets' -%}
   {%- elif unsorted > 0 -%}{%- set problem = unsorted ~ ' rows out of sorted_by order' -%}

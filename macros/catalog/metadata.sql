@@ -21,6 +21,18 @@
   {{ return(spark_bucketing.metadata_prefix() ~ 'replaced.' ~ local_md5(folder)) }}
 {% endmacro %}
 
+{% macro adding_key(run_id) %}
+  {#- The table property that holds, while a run's switch moves an append's
+      files into partitions' folders, the switch's payload for those moves:
+      a run that died in it is rolled forward by the next (finish_added_files). -#}
+  {{ return(spark_bucketing.metadata_prefix() ~ 'adding.' ~ run_id) }}
+{% endmacro %}
+
+{% macro adding_entries(props) %}
+  {#- {adding_key: payload} of the appends whose switch was moving files. -#}
+  {{ return(dict(props.items() | selectattr('0', 'in', spark_bucketing.prefixed_keys(props, spark_bucketing.adding_key(''))))) }}
+{% endmacro %}
+
 {% macro replaced_entries(props) %}
   {#- {property key: {'folder', 'replaced_at'}} of the replaced folders the table keeps. -#}
   {%- set keys = spark_bucketing.prefixed_keys(props, spark_bucketing.metadata_prefix() ~ 'replaced.') -%}
@@ -49,6 +61,7 @@
     {%- do entry.update({'files': s.files, 'rows': s.rows, 'location': s.location, 'values': s['values'],
                          'path': s.path, 'written_at': run_started_at.isoformat()}) -%}
     {%- if commit is not none -%}{%- do entry.update({'commit': commit}) -%}{%- endif -%}
+    {%- if spec.get('max_files_per_bucket', 1) > 1 -%}{%- do entry.update({'max_files_per_bucket': spec.max_files_per_bucket}) -%}{%- endif -%}
     {%- if accounting is not none -%}
       {%- do entry.update({'merge': accounting[spark_bucketing.values_key(s['values'], spec.partition_by)]}) -%}
     {%- endif -%}
@@ -94,7 +107,8 @@
   {#- {'spec': record or none, 'partitions': {path: record}, 'keys': {path: property key},
        'table': record or none, 'version': format version or none,
        'commit': the number of the table's latest commit (commit_key; 0 for none),
-       'replaced': replaced_entries,
+       'replaced': replaced_entries, 'adding': {adding_key: payload} of
+       appends whose files a switch was moving,
        'summary': format 2's summary or none, 'moving': in format 1, whether
        a run that moved the table to format 2 failed after its switch}. The
       records are parsed in one fromjson and paired with their keys by zip:
@@ -110,7 +124,7 @@
     {%- set leftover = spark_bucketing.prefixed_keys(props, prefix ~ 'partition.') -%}
     {%- set out = {'spec': fromjson(props.get(prefix ~ 'spec', 'null')), 'partitions': {}, 'keys': dict(zip(leftover, leftover)), 'table': none, 'version': '2',
                    'summary': summary if summary is mapping and 'specs' in summary else none, 'moving': false,
-                   'commit': props.get(spark_bucketing.commit_key(), '0') | int, 'replaced': spark_bucketing.replaced_entries(props)} -%}
+                   'commit': props.get(spark_bucketing.commit_key(), '0') | int, 'replaced': spark_bucketing.replaced_entries(props), 'adding': {}} -%}
     {%- if records -%}
       {%- do spark_bucketing.require_records_extension(relation, spark_bucketing.extension_loaded(), "cannot be read") -%}
       {%- do out.update({'partitions': dict(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none'))}) -%}
@@ -144,7 +158,7 @@
   {%- set out = {'spec': none, 'partitions': dict(zip(paths, records)), 'keys': dict(zip(paths, keys)), 'table': none,
                  'version': props.get(prefix ~ 'format_version'), 'summary': none,
                  'moving': spark_bucketing.summary_key() in props, 'commit': props.get(spark_bucketing.commit_key(), '0') | int,
-                 'replaced': spark_bucketing.replaced_entries(props)} -%}
+                 'replaced': spark_bucketing.replaced_entries(props), 'adding': spark_bucketing.adding_entries(props)} -%}
   {%- if prefix ~ 'spec' in props -%}{%- do out.update({'spec': fromjson(props[prefix ~ 'spec'])}) -%}{%- endif -%}
   {%- if prefix ~ 'table' in props -%}{%- do out.update({'table': fromjson(props[prefix ~ 'table'])}) -%}{%- endif -%}
   {{ return(out) }}

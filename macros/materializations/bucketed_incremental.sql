@@ -24,6 +24,13 @@
 
   {{ run_hooks(pre_hooks) }}
 
+  {%- if spark_bucketing.compaction_requested() -%}
+    {%- set run = spark_bucketing.compaction_run(rels, spec, incr) -%}
+    {%- set plan = spark_bucketing.compaction_plan(run) -%}
+    {%- if plan is not none -%}{%- do spark_bucketing.publish_incremental(rels, run, plan) -%}
+    {%- else -%}{%- call statement('main') -%}select 0 as compacted_partitions{%- endcall -%}{%- endif -%}
+    {{ return({'relations': [rels.target]}) }}
+  {%- endif -%}
   {%- set run = spark_bucketing.incremental_run(rels, spark_bucketing.contract_sql(sql), spec, incr) -%}
   {%- if run.full_refresh -%}
     {%- set rows = spark_bucketing.kept_rows_sql(run.model_sql, run.columns, run.merge) -%}

@@ -52,6 +52,13 @@
       description, its metadata, the scope of the switch and the folders it
       replaces), and 'conflict': why the run must not publish (conflict), or none. -#}
   {%- set fresh = spark_bucketing.read_metadata(rels.target, records=false) -%}
+  {%- if fresh.adding -%}
+    {#- A run died while its switch moved an append's files (after this run
+        started): completed first; its records carry its commit, so the
+        check below sees the partitions it touched. -#}
+    {%- do spark_bucketing.finish_added_files(rels, fresh) -%}
+    {%- set fresh = spark_bucketing.read_metadata(rels.target, records=false) -%}
+  {%- endif -%}
   {%- if fresh.commit == meta.commit -%}
     {{ return({'info': info, 'meta': meta, 'scope': checked.scope, 'replaced': checked.replaced, 'commit': meta.commit + 1, 'conflict': none}) }}
   {%- endif -%}
@@ -86,4 +93,20 @@
     {%- endfor -%}
   {%- endif -%}
   {{ return(none) }}
+{% endmacro %}
+
+{% macro added_paths(spec, stats, plan, state) %}
+  {#- {'paths': the written partitions whose files are added beside the
+      partition's own (plan.added: appends_in_place), 'conflict': why not,
+      or none}, checked under the commit lock: each still listed and
+      recorded (a commit of another run to one of them since this run read
+      the table is a conflict already: the plan reads old rows). -#}
+  {%- set out = {'paths': [], 'conflict': none} -%}
+  {%- for s in stats if spark_bucketing.values_key(s['values'], spec.partition_by) in plan.added -%}
+    {%- if s.path not in state.scope.catalog or s.path not in state.meta.partitions -%}
+      {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append adds files to, is no longer listed or recorded"}) -%}
+    {%- endif -%}
+    {%- do out.paths.append(s.path) -%}
+  {%- endfor -%}
+  {{ return(out) }}
 {% endmacro %}

@@ -119,6 +119,20 @@
   {%- endif -%}
 {% endmacro %}
 
+{% macro added_records(spec, stats, added, meta, commit) %}
+  {#- {property key: record} of the partitions of `added` (paths) after the
+      files of `stats` are added to them: their record in `meta` (read under
+      the commit lock) with the files and rows added, `appended` one more. -#}
+  {%- set out = {} -%}
+  {%- for s in stats if s.path in added -%}
+    {%- set rec = meta.partitions[s.path].copy() -%}
+    {%- do rec.update({'files': rec.files + s.files, 'rows': rec.rows + s.rows, 'appended': rec.get('appended', 0) + 1,
+                       'written_at': run_started_at.isoformat(), 'commit': commit, 'max_files_per_bucket': spec.max_files_per_bucket}) -%}
+    {%- do out.update({spark_bucketing.partition_key(s.path): tojson(rec)}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
 {% macro switch_format_1(rels, meta, checked, state, plan, spec, extension) %}
   {#- Format 1's switch and records; returns {'left': the folders the
       switch moved partitions from (with the extension), 'published':
@@ -129,8 +143,10 @@
     {%- do spark_bucketing.records_to_properties(rels.target, meta.partitions) -%}
   {%- endif -%}
   {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting, state.commit) -%}
+  {%- do written_props.update(spark_bucketing.added_records(spec, checked.stats, state.added, meta, state.commit)) -%}
   {%- if extension -%}
-    {%- set left = spark_bucketing.switch_in_one_statement(rels.target, checked.stats, state.scope.catalog, state.scope.emptied, written_props) -%}
+    {%- set left = spark_bucketing.switch_in_one_statement(rels.target, checked.stats, state.scope.catalog, state.scope.emptied, written_props,
+        state.added, rels.run_id) -%}
   {%- else -%}
     {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, state.scope.catalog) -%}
     {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
@@ -179,11 +195,13 @@
   {%- do spark_bucketing.acquire_commit_lock(rels) -%}
   {%- do spark_bucketing.drop_dead_runs_entries(rels, none, none, rels.side_listing) -%}
   {%- set state = spark_bucketing.commit_state(rels, info, meta, spec, plan, checked, extension) -%}
-  {%- if state.conflict -%}
+  {%- set added = spark_bucketing.added_paths(spec, checked.stats, plan, state) -%}
+  {%- if state.conflict or added.conflict -%}
     {#- discard's error releases the lock (release_held_lock). -#}
-    {%- do spark_bucketing.discard(written, location, rels, state.conflict ~ ". This run published nothing and its files are deleted;"
+    {%- do spark_bucketing.discard(written, location, rels, (state.conflict or added.conflict) ~ ". This run published nothing and its files are deleted;"
         ~ " the table holds the other run's rows whole. Rerunning is safe: the rerun starts from them.") -%}
   {%- endif -%}
+  {%- do state.update({'added': added.paths}) -%}
   {%- do state.update({'declared': spark_bucketing.undeclare_other_spec(rels, state.info, spec)}) -%}
   {%- do spark_bucketing.checkpoint('before_switch') -%}
   {%- do spark_bucketing.check_lock_held(rels) -%}
@@ -205,7 +223,9 @@
       if folder and spark_bucketing.is_under(folder, state.info.location) -%}
     {%- do replaced.append(folder) -%}
   {%- endfor -%}
-  {%- set due = spark_bucketing.retire_folders(rels, state.meta, replaced) -%}
+  {#- The folders an append's files were moved out of are empty. -#}
+  {%- set due = spark_bucketing.retire_folders(rels, state.meta, replaced)
+      + (checked.stats | selectattr('path', 'in', state.added) | map(attribute='location') | list) -%}
   {%- if extension -%}
     {%- do spark_bucketing.delete_dead_runs_folders(rels.target, (state.meta.replaced.values() | map(attribute='folder') | list) + replaced) -%}
   {%- endif -%}

@@ -48,20 +48,20 @@
   {%- endfor -%}
 {% endmacro %}
 
-{% macro switch_and_record_sql(target, moves, before, after, commit={}) %}
+{% macro switch_and_record_sql(target, moves, before, after, commit={}, unset_after=[]) %}
   {#- The extension's switch with format 1's records: the table properties
       `before` (and the commit number, `commit`) set first, then `moves`
       [{'spec', 'location', 'create', 'drop'}], then the properties `after`
       once every partition has moved
       (the tests' step 'inside_switch' stops it before those). -#}
   {%- set payload = {'moves': moves, 'table_properties': spark_bucketing.unredacted(before), 'table_properties_after': spark_bucketing.unredacted(after),
-                     'commit_properties': commit,
+                     'commit_properties': commit, 'table_properties_unset_after': unset_after,
                      'release_lock_on_failure': model.get('spark_bucketing_lock_entry')} -%}
   {%- if spark_bucketing.injected_failure('inside_switch') -%}{%- do payload.update({'fail_after_moves': true}) -%}{%- endif -%}
   {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) }}
 {% endmacro %}
 
-{% macro switch_in_one_statement(target, stats, catalog, emptied, properties) %}
+{% macro switch_in_one_statement(target, stats, catalog, emptied, properties, added=[], run_id=none) %}
   {#- Through the session extension, everything switch_partitions,
       set_properties and drop_partitions do, in one statement: the records
       of the partitions the run adds (a record of a partition not listed
@@ -70,22 +70,50 @@
       `emptied` ({path: values}) dropped, then the rest of the table's
       `properties` (format 1's metadata): no partition is ever listed
       without a record, and none has a record of files it does not point
-      at yet. Returns the folders the replaced partitions were in. -#}
+      at yet. The partitions of `added` (paths) keep their folder and take
+      the written files into it, their records (in `properties`) set once
+      the files are in; the payload of those moves is kept in the table's
+      properties (adding_key of `run_id`) until then, for the roll-forward
+      of a run that dies in between (finish_added_files). Returns the
+      folders the replaced partitions were in. -#}
   {%- set moves = [] -%}
   {%- set before = {} -%}
+  {%- set adds = {'moves': [], 'table_properties_after': {}} -%}
   {%- for s in stats -%}
-    {%- do moves.append({'spec': s['values'], 'location': s.location, 'create': s.path not in catalog}) -%}
     {%- set key = spark_bucketing.partition_key(s.path) -%}
-    {%- if s.path not in catalog and key in properties -%}{%- do before.update({key: properties[key]}) -%}{%- endif -%}
+    {%- if s.path in added -%}
+      {%- do adds.moves.append({'spec': s['values'], 'add_files': s.location}) -%}
+      {%- do adds.table_properties_after.update({key: properties[key]}) -%}
+    {%- else -%}
+      {%- do moves.append({'spec': s['values'], 'location': s.location, 'create': s.path not in catalog}) -%}
+      {%- if s.path not in catalog and key in properties -%}{%- do before.update({key: properties[key]}) -%}{%- endif -%}
+    {%- endif -%}
   {%- endfor -%}
+  {%- set pending = [spark_bucketing.adding_key(run_id)] if adds.moves else [] -%}
+  {%- if adds.moves -%}{%- do before.update({pending[0]: tojson(adds)}) -%}{%- endif -%}
   {%- for values in emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
   {#- The commit number goes before anything moves: a run that dies inside the switch has committed. -#}
   {%- set commit = dict(properties.items() | selectattr('0', 'equalto', spark_bucketing.commit_key())) -%}
   {%- set after = dict(properties.items() | rejectattr('0', 'in', before) | rejectattr('0', 'in', commit)) -%}
-  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, moves, before, after, commit)) -%}
+  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, adds.moves + moves, before, after, commit, pending)) -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}
   {#- The rows follow the moves; an emptied partition's folder is listed by the check. -#}
-  {{ return(zip(moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop') | map(attribute='1') | list) }}
+  {{ return(zip(adds.moves + moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop')
+      | rejectattr('0.add_files') | map(attribute='1') | list) }}
+{% endmacro %}
+
+{% macro finish_added_files(rels, meta) %}
+  {#- Under the commit lock: completes the appends whose switch died while
+      it moved their files into partitions' folders (meta.adding), each by
+      its saved payload (the files still in the run's folder move, the
+      records are set) and drops the entry. A live run's entry is gone by
+      the time another holds the lock. Returns whether there was any. -#}
+  {%- for key, payload in meta.adding.items() -%}
+    {%- set adds = fromjson(payload) -%}
+    {%- do log("spark_bucketing: " ~ rels.target ~ ": completing the append of a run that died while it moved its files (" ~ key ~ ")", info=true) -%}
+    {%- do run_query(spark_bucketing.switch_and_record_sql(rels.target, adds.moves, {}, adds.table_properties_after, {}, [key])) -%}
+  {%- endfor -%}
+  {{ return(meta.adding | length > 0) }}
 {% endmacro %}
 
 {% macro drop_partitions(target, partitions) %}

@@ -36,6 +36,8 @@
       {%- do spark_bucketing.require_records_extension(existing, run.extension or spark_bucketing.extension_loaded(), "cannot be run incrementally") -%}
       {%- do run.update({'extension': true}) -%}
     {%- endif -%}
+    {%- set meta = spark_bucketing.finished_appends(rels, existing, meta) -%}
+    {%- do spark_bucketing.check_added_files_config(spec, incr, run.extension) -%}
     {%- do run.update({'meta': meta, 'rebuild': spark_bucketing.check_incremental_target(spec, info, meta, incr)}) -%}
     {%- set changes = spark_bucketing.schema_changes(columns, info.columns) -%}
     {%- if changes is not none -%}
@@ -62,16 +64,18 @@
   {{ return(run.info.location.rstrip('/') ~ '/_bucketing/' ~ run.run_id ~ '__new') }}
 {% endmacro %}
 
-{% macro strategy_plan(run, whole, content, staged=none, replaced_partitions=none, accounting=none, bucketed_rows=false) %}
+{% macro strategy_plan(run, whole, content, staged=none, replaced_partitions=none, accounting=none, bucketed_rows=false, added=[]) %}
   {#- A strategy's plan, what publish_incremental needs: the rows to write
       (`content`), whether the table is rewritten `whole`, the `staged` rows
       (stage) to drop afterwards, the partitions replaced even where the new rows
       leave them empty, a merge's row accounting, and whether `content`
-      already holds each bucket's rows in one task. -#}
+      already holds each bucket's rows in one task, and the partitions
+      (values_key) whose written files are `added` beside their own
+      (appends_in_place). -#}
   {#- 'reads_old_rows': the rows are made from the partitions' old rows (a commit of another run to one of them since is a conflict). -#}
   {{ return({'content': content, 'whole': whole, 'staged': staged, 'stage_location': spark_bucketing.stage_location(run),
              'replaced_partitions': replaced_partitions, 'accounting': accounting, 'bucketed_rows': bucketed_rows,
-             'strategy': run.incr.strategy, 'reads_old_rows': run.incr.strategy in ('append', 'merge', 'microbatch')}) }}
+             'strategy': run.incr.strategy, 'reads_old_rows': run.incr.strategy in ('append', 'merge', 'microbatch'), 'added': added}) }}
 {% endmacro %}
 
 {% macro stage(rels, run, columns, list_partitions) %}
@@ -86,4 +90,15 @@
       run.spec.partition_by, run.extension) -%}
   {%- do staged.update({'partitions': spark_bucketing.staged_partitions(staged, run.spec.partition_by) if list_partitions else none}) -%}
   {{ return(staged) }}
+{% endmacro %}
+
+{% macro finished_appends(rels, existing, meta) %}
+  {#- The table's metadata once the appends of runs that died while their
+      switch moved files into partitions' folders are completed (under the
+      commit lock: finish_added_files), before this run reads any row. -#}
+  {%- if not meta.adding -%}{{ return(meta) }}{%- endif -%}
+  {%- do spark_bucketing.acquire_commit_lock(rels) -%}
+  {%- do spark_bucketing.finish_added_files(rels, spark_bucketing.read_metadata(existing, records=false)) -%}
+  {%- do spark_bucketing.release_commit_lock(rels) -%}
+  {{ return(spark_bucketing.read_metadata(existing, records=false)) }}
 {% endmacro %}

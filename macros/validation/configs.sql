@@ -99,7 +99,19 @@
       'verify_layout': verify_layout,
       'bucket_records': bucket_records,
       'location_root': location_root.rstrip('/') if location_root else none,
+      'max_files_per_bucket': spark_bucketing.max_files_config(),
   }) }}
+{% endmacro %}
+
+{% macro max_files_config() %}
+  {#- Config `max_files_per_bucket`: how many files a bucket of a partition
+      may hold (appends that add files, strategies/append.sql). -#}
+  {%- set n = config.get('max_files_per_bucket', 1) -%}
+  {%- if n is boolean or n is not integer or n < 1 or n > 1000 -%}
+    {%- do spark_bucketing.config_error('max_files_per_bucket', "must be an integer between 1 and 1000, got " ~ n,
+        "keep 1 (one file per bucket, the default), or allow appends to add files, e.g. max_files_per_bucket=24 for hourly appends into a daily partition") -%}
+  {%- endif -%}
+  {{ return(n) }}
 {% endmacro %}
 
 {% macro query_column_names(config_name, names, columns) %}

@@ -35,10 +35,16 @@ object CommitLock {
 
 /** One partition's move: its spec, its new folder (None keeps the one it
  *  has), the record to keep in its parameters (metadata format 2; None
- *  leaves its parameters as they are), and whether the run adds it (it is
- *  not listed yet) or drops it. */
+ *  leaves its parameters as they are), whether the run adds it (it is
+ *  not listed yet) or drops it, and `addFiles`: a folder whose data files
+ *  move into the partition's own folder (an append that adds files). */
 case class PartitionMove(
-    spec: Map[String, String], location: Option[String], record: Option[String], create: Boolean, drop: Boolean)
+    spec: Map[String, String],
+    location: Option[String],
+    record: Option[String],
+    create: Boolean,
+    drop: Boolean,
+    addFiles: Option[String] = None)
 
 /** Points many partitions of a table at new folders in one metastore call:
  *
@@ -66,8 +72,15 @@ case class PartitionMove(
  *  injection, stops in between; `"release_lock_on_failure"`: the run's
  *  commit lock entry, dropped if the statement fails, CommitLock;
  *  `"commit_properties"`: the table's commit number, set with
- *  `table_properties`, before anything moves). Returns each partition's previous folder and record
- *  (NULL for one it creates or that was not there). */
+ *  `table_properties`, before anything moves; `"table_properties_unset_after"`:
+ *  keys unset with `table_properties_after`). A move with "add_files" keeps
+ *  its partition's folder and moves the data files of that folder into it
+ *  (a rename each, after `table_properties`, before any partition changes:
+ *  the records then describe the files). A file already moved is not there
+ *  any more, so the statement run again with the same payload (the
+ *  package's roll-forward of a run that died in it, kept in
+ *  `table_properties`) moves the rest. Returns each partition's previous
+ *  folder and record (NULL for one it creates or that was not there). */
 case class SwitchPartitionLocations(
     table: TableIdentifier,
     moves: Seq[PartitionMove],
@@ -75,7 +88,8 @@ case class SwitchPartitionLocations(
     tablePropertiesAfter: Map[String, String] = Map.empty,
     failAfterMoves: Boolean = false,
     lockEntry: Option[String] = None,
-    commitProperties: Map[String, String] = Map.empty)
+    commitProperties: Map[String, String] = Map.empty,
+    unsetAfter: Seq[String] = Nil)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
@@ -118,6 +132,10 @@ case class SwitchPartitionLocations(
     val toDrop = droppedFound.flatten.map(_.spec)
     val before = meta.copy(properties = meta.properties ++ tableProperties ++ commitProperties)
     if (tableProperties.nonEmpty || commitProperties.nonEmpty) catalog.alterTable(before)
+    val conf = session.sessionState.newHadoopConf()
+    found.zip(existing).foreach { case (old, (move, _)) =>
+      move.addFiles.foreach(from => AddedFiles.move(conf, from, old.storage.locationUri.map(CatalogUtils.URIToString)))
+    }
     try {
       if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
       if (added.nonEmpty) catalog.createPartitions(meta.identifier, added, ignoreIfExists = false)
@@ -127,7 +145,9 @@ case class SwitchPartitionLocations(
       // The tests' fault injection (the run's step 'inside_switch'): the partitions moved, their records not yet written.
       if (failAfterMoves) throw new IllegalStateException("spark_bucketing: injected failure at step 'inside_switch'")
       // Partition changes leave the table's entry as it was: no second read of it.
-      if (tablePropertiesAfter.nonEmpty) catalog.alterTable(before.copy(properties = before.properties ++ tablePropertiesAfter))
+      if (tablePropertiesAfter.nonEmpty || unsetAfter.nonEmpty) {
+        catalog.alterTable(before.copy(properties = before.properties ++ tablePropertiesAfter -- unsetAfter))
+      }
     } finally {
       if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty) session.catalog.refreshTable(meta.identifier.quotedString)
     }
@@ -136,6 +156,26 @@ case class SwitchPartitionLocations(
       case Some(old) => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull, RecordParameters.read(old.parameters).orNull)
       case None => Row(null, null)
     })
+  }
+}
+
+/** An append that adds files: the data files of a folder the run wrote,
+ *  renamed into a partition's folder (the names Spark's writer gives are
+ *  unique per job, so none is taken). */
+object AddedFiles {
+  def move(conf: org.apache.hadoop.conf.Configuration, from: String, to: Option[String]): Unit = {
+    val source = new Path(CatalogUtils.stringToURI(from))
+    val target = new Path(CatalogUtils.stringToURI(to.getOrElse(
+      throw new IllegalStateException(s"${Contracts.SwitchStatement}: a partition that takes the files of $from has no folder"))))
+    val fs = source.getFileSystem(conf)
+    // Files moved by an earlier try of the same payload are gone from the source: nothing left to do for them.
+    val files = if (fs.exists(source)) fs.listStatus(source).toSeq.filter(f => f.isFile && !SparkFileNames.skipped(f.getPath.getName)) else Nil
+    files.foreach { f =>
+      val dest = new Path(target, f.getPath.getName)
+      if (!fs.rename(f.getPath, dest)) {
+        throw new IllegalStateException(s"${Contracts.SwitchStatement}: could not move ${f.getPath} to $dest")
+      }
+    }
   }
 }
 
@@ -293,12 +333,12 @@ object BucketingStatements {
         val spec = entry.get("spec").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
         def text(key: String) = Option(entry.get(key)).filterNot(_.isNull).map(_.asText())
         PartitionMove(spec, text("location"), text("record"), entry.path("create").asBoolean(false),
-          entry.path("drop").asBoolean(false))
+          entry.path("drop").asBoolean(false), text("add_files"))
       }.toSeq
       def props(key: String) = body.path(key).fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
       Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props("table_properties"),
         props("table_properties_after"), body.path("fail_after_moves").asBoolean(false), lockEntry(body),
-        props("commit_properties")))
+        props("commit_properties"), body.path("table_properties_unset_after").elements().asScala.map(_.asText()).toSeq))
     case Delete(name, literal) =>
       val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
       Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))

@@ -1,0 +1,203 @@
+"""Appends that add files (max_files_per_bucket above 1, the session
+extension): an append adds one file per bucket to each existing partition it
+touches, in the partition's own folder, instead of rewriting it; the records
+count the files and rows; the layout test accepts up to the configured files
+per bucket; past it the append rewrites the partition, one file per bucket
+again (the compaction). A run that dies while its switch moves the files is
+completed by the next run: nothing lost, nothing twice."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.dbt_project import failure_text, node_messages
+from harness.spark import extension_on
+
+SQL = """
+select cast(id as int) as k, concat('{tag}-', id) as v, date_add(date'2024-01-01', cast(id % {days} as int)) as day
+from range({start}, {end})
+"""
+
+
+def _config(family: str, max_files: int = 3) -> dict:
+    return {
+        "materialized": "bucketed_incremental",
+        "incremental_strategy": "append",
+        "clustered_by": ["k"],
+        "buckets": 4,
+        "partition_by": ["day"],
+        "bucket_hash": family,
+        "max_files_per_bucket": max_files,
+    }
+
+
+def _write(project, name, family, tag, start, end, days=1, max_files=3):
+    project.write_model(name, SQL.format(tag=tag, start=start, end=end, days=days), _config(family, max_files))
+
+
+def _record(spark, table, path="day=2024-01-01"):
+    shown = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+    return json.loads(shown[f"spark_bucketing.partition.{path}"])
+
+
+def _folder_files(spark, table, day="2024-01-01"):
+    rows = spark.sql(f"select distinct input_file_name() as f from {table} where day = date'{day}'").collect()
+    return sorted(r.f for r in rows)
+
+
+def _layout_ok(project, name):
+    result = project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
+    assert result.success, failure_text(result)
+
+
+def _rows(spark, table):
+    return sorted(tuple(r) for r in spark.sql(f"select k, v, cast(day as string) from {table}").collect())
+
+
+@pytest.mark.parametrize("family", ["spark", "hive"])
+def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, family):
+    name = f"adds_{family}"
+    table = f"{dbt_project.schema}.{name}"
+    with extension_on(spark):
+        _write(dbt_project, name, family, "a", 0, 40)
+        dbt_project.run(name)
+        first = _record(spark, table)
+        assert first["files"] == 4 and "appended" not in first and first["max_files_per_bucket"] == 3
+        expected = _rows(spark, table)
+
+        # Two appends add a file per bucket each, in the partition's own folder.
+        for i, tag in enumerate(["b", "c"], start=1):
+            _write(dbt_project, name, family, tag, 40 * i, 40 * (i + 1))
+            before = _folder_files(spark, table)
+            dbt_project.run(name)
+            expected = sorted(expected + [(k, f"{tag}-{k}", "2024-01-01") for k in range(40 * i, 40 * (i + 1))])
+            assert _rows(spark, table) == expected
+            rec = _record(spark, table)
+            assert rec["location"] == first["location"]
+            assert (rec["files"], rec["rows"], rec["appended"]) == (4 * (i + 1), 40 * (i + 1), i)
+            after = _folder_files(spark, table)
+            assert set(before) < set(after) and len(after) == 4 * (i + 1)
+            _layout_ok(dbt_project, name)
+        # A grouping on the bucket column reads three files a bucket: the same answer as unbucketed.
+        grouped = spark.sql(f"select k, count(*) from {table} group by k").collect()
+        assert sorted(tuple(r) for r in grouped) == [(k, 1) for k in range(120)]
+
+        # The third append would make 4 files a bucket: the partition is rewritten, one file per bucket.
+        _write(dbt_project, name, family, "d", 120, 160)
+        dbt_project.run(name)
+        expected = sorted(expected + [(k, f"d-{k}", "2024-01-01") for k in range(120, 160)])
+        assert _rows(spark, table) == expected
+        rec = _record(spark, table)
+        assert (rec["files"], rec["rows"], rec.get("appended", 0)) == (4, 160, 0)
+        assert rec["location"] != first["location"]
+        _layout_ok(dbt_project, name)
+
+
+def test_the_layout_test_allows_the_recorded_files_per_bucket_and_no_more(spark, dbt_project):
+    name = "adds_limit"
+    table = f"{dbt_project.schema}.{name}"
+    with extension_on(spark):
+        _write(dbt_project, name, "spark", "a", 0, 40, max_files=2)
+        dbt_project.run(name)
+        _write(dbt_project, name, "spark", "b", 40, 80, max_files=2)
+        dbt_project.run(name)
+        assert _record(spark, table)["files"] == 8
+        _layout_ok(dbt_project, name)
+        # A third file in a bucket, behind the package's back: the test names it.
+        files = _folder_files(spark, table)
+        src = files[0].removeprefix("file:")
+        dst = src.replace("part-", "part-9")
+        with open(src, "rb") as f_in, open(dst, "wb") as f_out:
+            f_out.write(f_in.read())
+        spark.sql(f"refresh table {table}")
+        result = dbt_project.test_model(name, "spark_bucketing.bucket_layout")
+        assert not result.success
+        assert "3 files for bucket" in result.result.results[0].node.compiled_code or "3 files for bucket" in str(
+            result.result.results[0].message
+        )
+
+
+def test_adding_files_needs_the_extension(spark, dbt_project):
+    name = "adds_no_ext"
+    with extension_on(spark):
+        _write(dbt_project, name, "spark", "a", 0, 40)
+        dbt_project.run(name)
+    with extension_on(spark, False):
+        _write(dbt_project, name, "spark", "b", 40, 80)
+        result = dbt_project.run(name, expect_ok=False)
+    message = node_messages(result)[name]
+    assert "config 'max_files_per_bucket'" in message and "need the session extension" in message
+
+
+@pytest.mark.parametrize("step", ["after_write", "before_switch", "inside_switch", "before_cleanup"])
+def test_an_append_that_dies_at_a_step_loses_nothing(spark, dbt_project, step):
+    """'inside_switch' stops the switch after its files moved, before their
+    records: the next run completes that append first."""
+    name = f"adds_dies_{step}"
+    table = f"{dbt_project.schema}.{name}"
+    with extension_on(spark):
+        _write(dbt_project, name, "spark", "a", 0, 40)
+        dbt_project.run(name)
+        before = _rows(spark, table)
+        _write(dbt_project, name, "spark", "b", 40, 80)
+        dbt_project.run(name, expect_ok=False, fail_at=step)
+        with_b = sorted(before + [(k, f"b-{k}", "2024-01-01") for k in range(40, 80)])
+        assert _rows(spark, table) in (before, with_b)
+        landed = _rows(spark, table) == with_b
+        pending = [
+            r.key
+            for r in spark.sql(f"show tblproperties {table}").collect()
+            if r.key.startswith("spark_bucketing.adding.")
+        ]
+        if step == "inside_switch":
+            # The files moved, their records not written: the append is left for the next run to complete.
+            assert landed and len(pending) == 1
+            assert _record(spark, table)["files"] == 4
+        else:
+            assert not pending
+
+        _write(dbt_project, name, "spark", "c", 80, 120)
+        dbt_project.run(name)
+        shown = {r.key for r in spark.sql(f"show tblproperties {table}").collect()}
+        assert not [k for k in shown if k.startswith("spark_bucketing.adding.")]
+        expected = sorted((with_b if landed else before) + [(k, f"c-{k}", "2024-01-01") for k in range(80, 120)])
+        assert _rows(spark, table) == expected
+        rec = _record(spark, table)
+        assert rec["rows"] == len(expected) and rec["files"] == 4 * (rec["appended"] + 1)
+        _layout_ok(dbt_project, name)
+
+
+@pytest.mark.parametrize("step", [None, "after_write", "before_switch", "before_cleanup"])
+def test_a_compaction_rewrites_the_partitions_with_added_files(spark, dbt_project, step):
+    """dbt run with the variable spark_bucketing_compact: the partitions that
+    took added files are rewritten one file per bucket, under the atomic
+    switch (a compaction that dies at a step leaves the rows as they were),
+    and a partition with one file per bucket is left alone."""
+    name = f"compacted_{step or 'ok'}"
+    table = f"{dbt_project.schema}.{name}"
+    with extension_on(spark):
+        _write(dbt_project, name, "spark", "a", 0, 80, days=2)
+        dbt_project.run(name)
+        _write(dbt_project, name, "spark", "b", 80, 120)  # day 1 only
+        dbt_project.run(name)
+        untouched = _record(spark, table, "day=2024-01-02")
+        assert _record(spark, table)["appended"] == 1
+        rows = _rows(spark, table)
+        compact = ("--vars", "{spark_bucketing_compact: true}")
+        if step is not None:
+            dbt_project.run(name, expect_ok=False, extra=compact, fail_at=step)
+            assert _rows(spark, table) == rows
+        dbt_project.run(name, extra=compact)
+        assert _rows(spark, table) == rows
+        rec = _record(spark, table)
+        assert (rec["files"], rec["rows"], rec.get("appended", 0)) == (4, 80, 0)
+        assert _record(spark, table, "day=2024-01-02")["location"] == untouched["location"]
+        _layout_ok(dbt_project, name)
+        # Nothing left to compact: the run writes nothing.
+        commit = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}["spark_bucketing.commit"]
+        dbt_project.run(name, extra=compact)
+        assert {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}[
+            "spark_bucketing.commit"
+        ] == commit

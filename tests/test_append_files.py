@@ -169,7 +169,7 @@ def test_an_append_that_dies_at_a_step_loses_nothing(spark, dbt_project, step):
         _layout_ok(dbt_project, name)
 
 
-@pytest.mark.parametrize("step", [None, "after_write", "before_switch", "before_cleanup"])
+@pytest.mark.parametrize("step", [None, "after_write", "before_switch", "inside_switch", "before_cleanup"])
 def test_a_compaction_rewrites_the_partitions_with_added_files(spark, dbt_project, step):
     """dbt run with the variable spark_bucketing_compact: the partitions that
     took added files are rewritten one file per bucket, under the atomic

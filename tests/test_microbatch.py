@@ -141,7 +141,7 @@ def test_an_hourly_batch_replaces_its_hour_in_a_daily_partition(spark, project):
     _layout_ok(project, "mb_hourly")
 
 
-@pytest.mark.parametrize("step", ["after_write", "before_switch", "before_cleanup"])
+@pytest.mark.parametrize("step", ["after_write", "before_switch", "mid_switch", "before_cleanup"])
 def test_a_batch_that_dies_at_a_step_loses_nothing(spark, project, step):
     schema = project.schema
     _set_source(project, 1)

@@ -201,3 +201,29 @@ def test_a_compaction_rewrites_the_partitions_with_added_files(spark, dbt_projec
         assert {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}[
             "spark_bucketing.commit"
         ] == commit
+
+
+def test_an_append_after_a_switch_that_died_rewrites_the_partition(spark, dbt_project):
+    """A rewrite that died inside its switch left the day in its new folder
+    with the old folder's record: the next append does not add files beside
+    a record that describes another folder; it rewrites the day."""
+    name = "adds_after_dead_switch"
+    table = f"{dbt_project.schema}.{name}"
+    with extension_on(spark):
+        _write(dbt_project, name, "spark", "a", 0, 40)
+        dbt_project.run(name)
+        _write(dbt_project, name, "spark", "b", 40, 80, max_files=1)
+        dbt_project.run(name, expect_ok=False, fail_at="inside_switch")
+        stale = _record(spark, table)
+        folder = _folder_files(spark, table)[0].rsplit("/", 1)[0]
+        assert not folder.endswith(stale["location"].removeprefix("file://").removeprefix("file:"))
+        _write(dbt_project, name, "spark", "c", 80, 120)
+        dbt_project.run(name)
+        rec = _record(spark, table)
+        assert rec.get("appended", 0) == 0 and (rec["files"], rec["rows"]) == (4, 120)
+        assert _rows(spark, table) == sorted(
+            (k, f"{t}-{k}", "2024-01-01")
+            for t, r in (("a", range(0, 40)), ("b", range(40, 80)), ("c", range(80, 120)))
+            for k in r
+        )
+        _layout_ok(dbt_project, name)

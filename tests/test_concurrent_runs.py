@@ -3,7 +3,8 @@ own JVM) write one table at once through a Hive metastore service on
 Postgres, as a parallel backfill does (a Spark-hash table with its records
 in table properties, written with and without the session extension; a
 Hive-hash table, v1 or v2 by the seed, with its records in partition
-parameters). Each round starts several runs at
+parameters; an append with the extension adds files to the Spark-hash
+table's days, max_files_per_bucket). Each round starts several runs at
 random offsets, with mixed strategies and days that overlap in some rounds,
 and a failure injected into one run at a random step in some rounds. After
 every round each day holds the rows of the runs that landed, applied whole in
@@ -36,7 +37,8 @@ STEPS = ["after_write", "before_switch", "before_cleanup"]
 MODEL = """
 {{{{ config(materialized='bucketed_incremental', incremental_strategy=var('strategy', 'insert_overwrite'),
     unique_key=['k', 'day'], clustered_by=['k'], buckets=4, partition_by=['day'], bucket_hash='{hash}',
-    bucket_records='{records}', bucketing_version={version}, commit_lock_wait=600) }}}}
+    bucket_records='{records}', bucketing_version={version}, commit_lock_wait=600,
+    max_files_per_bucket=var('max_files', 1)) }}}}
 {{% set days = var('days', ['2024-01-01']) %}}
 select k, '{{{{ var("tag", "") }}}}' as tag, n, day from (
   {{% for d in days %}}
@@ -144,7 +146,7 @@ class Writers:
 
 
 def run_vars(run: dict) -> str:
-    return json.dumps({k: run[k] for k in ("strategy", "days", "tag", "rows", "first_key")})
+    return json.dumps({k: run[k] for k in ("strategy", "days", "tag", "rows", "first_key", "max_files") if k in run})
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +212,11 @@ def test_concurrent_runs_land_whole_and_lose_nothing(spark, metastore, writers):
             time.sleep(rng.uniform(0, 2))
             # The Spark-hash table is written with and without the extension; the Hive one keeps its records
             # in partition parameters, which need it.
-            target = "ext" if model == "conc_hive" or i % 2 == 0 else "plain"
+            # In round 0 (insert_overwrite, append, merge) the append has it, so that it adds files.
+            target = "ext" if model == "conc_hive" or i % 2 == (1 if round_no == 0 else 0) else "plain"
+            # With the extension an append adds files to the Spark-hash table's days (records in table
+            # properties) beside the other runs' rewrites, which compact them.
+            run["max_files"] = 3 if target == "ext" else 1
             env = {"SPARK_BUCKETING_FAIL_AT": rng.choice(STEPS)} if i == failing else {}
             run["failing"] = bool(env)
             procs.append(writers.start("run", "--select", model, "--vars", run_vars(run), target=target, env=env))

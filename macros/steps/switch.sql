@@ -82,7 +82,7 @@
   {%- for s in stats -%}
     {%- set key = spark_bucketing.partition_key(s.path) -%}
     {%- if s.path in added -%}
-      {%- do adds.moves.append({'spec': s['values'], 'add_files': s.location}) -%}
+      {%- do adds.moves.append({'spec': s['values'], 'add_files': s.location, 'expect_location': fromjson(properties[key]).location}) -%}
       {%- do adds.table_properties_after.update({key: properties[key]}) -%}
     {%- else -%}
       {%- do moves.append({'spec': s['values'], 'location': s.location, 'create': s.path not in catalog}) -%}

@@ -43,7 +43,9 @@
       statement) and records in table properties, each partition whose
       record has this run's spec and room for one more file per bucket
       (`appended`: the files per bucket added since it was last written
-      whole). The others are rewritten, one file per bucket again: the
+      whole) and whose folder is the one its record describes (a run that
+      died in its switch can leave a record behind; one DESCRIBE per
+      partition). The others are rewritten, one file per bucket again: the
       compaction past the limit. -#}
   {%- set limit = run.spec.get('max_files_per_bucket', 1) -%}
   {%- if limit < 2 or not run.extension or spark_bucketing.records_format(run.spec) != '1' or run.meta.version == '2' or not partitions -%}
@@ -58,7 +60,8 @@
   {%- for values in partitions -%}
     {%- set key = spark_bucketing.values_key(values, run.spec.partition_by) -%}
     {%- set rec = by_key.get(key) -%}
-    {%- if rec is not none and spark_bucketing.same_spec(rec, spec) and rec.get('appended', 0) + 2 <= limit -%}
+    {%- if rec is not none and spark_bucketing.same_spec(rec, spec) and rec.get('appended', 0) + 2 <= limit
+        and spark_bucketing.same_location(rec.location, spark_bucketing.partition_location(run.existing, values) or '') -%}
       {%- do out.update({key: values}) -%}
     {%- endif -%}
   {%- endfor -%}

@@ -37,14 +37,16 @@ object CommitLock {
  *  has), the record to keep in its parameters (metadata format 2; None
  *  leaves its parameters as they are), whether the run adds it (it is
  *  not listed yet) or drops it, and `addFiles`: a folder whose data files
- *  move into the partition's own folder (an append that adds files). */
+ *  move into the partition's own folder (an append that adds files), which
+ *  must be `expectLocation` (the folder its record describes). */
 case class PartitionMove(
     spec: Map[String, String],
     location: Option[String],
     record: Option[String],
     create: Boolean,
     drop: Boolean,
-    addFiles: Option[String] = None)
+    addFiles: Option[String] = None,
+    expectLocation: Option[String] = None)
 
 /** Points many partitions of a table at new folders in one metastore call:
  *
@@ -133,8 +135,13 @@ case class SwitchPartitionLocations(
     val before = meta.copy(properties = meta.properties ++ tableProperties ++ commitProperties)
     if (tableProperties.nonEmpty || commitProperties.nonEmpty) catalog.alterTable(before)
     val conf = session.sessionState.newHadoopConf()
-    found.zip(existing).foreach { case (old, (move, _)) =>
-      move.addFiles.foreach(from => AddedFiles.move(conf, from, old.storage.locationUri.map(CatalogUtils.URIToString)))
+    val adds = found.zip(existing).filter(_._2._1.addFiles.isDefined)
+    // Every added partition checked before any file moves: the files join only the folder their record describes.
+    adds.foreach { case (old, (move, _)) =>
+      AddedFiles.check(conf, old.spec, old.storage.locationUri.map(CatalogUtils.URIToString), move.expectLocation)
+    }
+    adds.foreach { case (old, (move, _)) =>
+      AddedFiles.move(conf, move.addFiles.get, old.storage.locationUri.map(CatalogUtils.URIToString))
     }
     try {
       if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
@@ -163,6 +170,21 @@ case class SwitchPartitionLocations(
  *  renamed into a partition's folder (the names Spark's writer gives are
  *  unique per job, so none is taken). */
 object AddedFiles {
+  private def qualified(conf: org.apache.hadoop.conf.Configuration, location: String): String = {
+    val p = new Path(CatalogUtils.stringToURI(location))
+    p.getFileSystem(conf).makeQualified(p).toString.stripSuffix("/")
+  }
+
+  def check(conf: org.apache.hadoop.conf.Configuration, spec: Map[String, String], actual: Option[String],
+      expected: Option[String]): Unit =
+    (actual, expected) match {
+      case (Some(a), Some(e)) if qualified(conf, a) == qualified(conf, e) =>
+      case _ => throw new IllegalStateException(
+        s"spark_bucketing: partition ${spec.map { case (k, v) => s"$k=$v" }.mkString("/")} is in ${actual.getOrElse("no folder")}, " +
+          s"not in ${expected.getOrElse("(none given)")} as its record says (a run that died in its switch left the record " +
+          "behind); this append moved no file and published nothing. Rerunning is safe: the rerun rewrites the partition")
+    }
+
   def move(conf: org.apache.hadoop.conf.Configuration, from: String, to: Option[String]): Unit = {
     val source = new Path(CatalogUtils.stringToURI(from))
     val target = new Path(CatalogUtils.stringToURI(to.getOrElse(
@@ -333,7 +355,7 @@ object BucketingStatements {
         val spec = entry.get("spec").fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
         def text(key: String) = Option(entry.get(key)).filterNot(_.isNull).map(_.asText())
         PartitionMove(spec, text("location"), text("record"), entry.path("create").asBoolean(false),
-          entry.path("drop").asBoolean(false), text("add_files"))
+          entry.path("drop").asBoolean(false), text("add_files"), text("expect_location"))
       }.toSeq
       def props(key: String) = body.path(key).fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
       Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props("table_properties"),

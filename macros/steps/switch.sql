@@ -107,13 +107,12 @@
       it moved their files into partitions' folders (meta.adding), each by
       its saved payload (the files still in the run's folder move, the
       records are set) and drops the entry. A live run's entry is gone by
-      the time another holds the lock. Returns whether there was any. -#}
+      the time another holds the lock. -#}
   {%- for key, payload in meta.adding.items() -%}
     {%- set adds = fromjson(payload) -%}
     {%- do log("spark_bucketing: " ~ rels.target ~ ": completing the append of a run that died while it moved its files (" ~ key ~ ")", info=true) -%}
     {%- do run_query(spark_bucketing.switch_and_record_sql(rels.target, adds.moves, {}, adds.table_properties_after, {}, [key])) -%}
   {%- endfor -%}
-  {{ return(meta.adding | length > 0) }}
 {% endmacro %}
 
 {% macro drop_partitions(target, partitions) %}

@@ -64,6 +64,8 @@ def test_extension_switch_agrees():
     assert _scala_vals()["CloneRatioDefault"] == contracts.CLONE_RATIO_DEFAULT
     assert _scala_vals()["MergedFilesSetting"] == contracts.MERGED_FILES_SETTING
     assert _scala_vals()["MergedFilesDefault"] == contracts.MERGED_FILES_DEFAULT
+    assert _scala_vals()["ForeignTablesSwitch"] == contracts.FOREIGN_TABLES_SWITCH
+    assert _scala_vals()["ForeignTablesVerify"] == contracts.FOREIGN_TABLES_VERIFY
     assert _macro_return_string("extension_switch") == contracts.EXTENSION_SWITCH
     assert _macro_return_string("extension_class") == contracts.EXTENSION_CLASS
 

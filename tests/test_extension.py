@@ -15,7 +15,7 @@ import pytest
 
 from harness.dbt_project import failure_text, with_vars
 from harness.spark import extension_on, session_settings
-from spark_bucketing import plans
+from spark_bucketing import hashing, plans
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import relation_from_live
 from spark_bucketing.checker.verify import session_conf, verify
@@ -715,6 +715,11 @@ CHECKER_EXTRA = {
         {},
     ),
     "lookup on a hive table": ("select * from {t}.h8b where k = 7", {}),
+    "lookup on two hive bucket columns": ("select * from {t}.hks where k = 7 and s = 's3'", {}),
+    "lookup on one of two bucket columns": ("select * from {t}.hks where k = 7", {}),
+    "lookup, or of keys, hive v2": ("select * from {t}.v8b where k = 7 or k in (1, -2) or k is null", {}),
+    "lookup, literal first, spark hash": ("select * from {t}.s8 where 7 = k", {}),
+    "lookup, or with another column": ("select * from {t}.h8b where k = 7 or v = 3", {}),
     "keys a superset of the bucket columns": (
         "select a.v, b.v from {t}.h8 a join {t}.h8b b on a.k = b.k and a.s = b.s",
         {},
@@ -765,9 +770,9 @@ def test_the_checker_models_the_extension(spark, tables, on):
             judged += len(findings)
             lookups = [f for f in findings if f.kind == "lookup"]
             if lookups and case == "lookup on a hive table":
-                # The extension reads every bucket of a Hive-hash table for a filter; stock Spark too (unbucketed).
-                assert lookups[0].buckets_read == 8 and lookups[0].sides[0].reasons == (
-                    ["HIVE_HASH_NOT_PRUNED_BY_SPARK"] if on else ["HIVE_HASH_NOT_USED_BY_SPARK"]
+                # The extension prunes a Hive-hash table by Hive's hash; stock Spark reads it unbucketed.
+                assert (lookups[0].buckets_read, lookups[0].sides[0].reasons) == (
+                    (1, []) if on else (8, ["HIVE_HASH_NOT_USED_BY_SPARK"])
                 )
     assert judged >= len(cases)
 
@@ -780,10 +785,11 @@ def test_the_other_side_is_shuffled_by_hives_hash(spark, tables):
     assert "HiveHashBucketedScan" in plan
 
 
-def test_a_filter_on_the_bucket_column_reads_every_bucket(spark, tables):
-    """Spark prunes buckets by its own hash of the filter's values, which picks
-    the wrong buckets of a Hive-hash table (found by the randomized test: the
-    NULL keys, in Hive's bucket 0, were lost)."""
+def test_a_filter_on_the_bucket_column_selects_hives_buckets(spark, tables):
+    """The extension prunes a Hive-hash table by Hive's hash of the filter's
+    values, NULL in Hive's bucket 0 (Spark's own pruning, by its hash, lost
+    the NULL keys: found by the randomized test); tests/test_bucket_pruning.py
+    covers every shape and family."""
     sql = (
         f"select count(*) from {tables}.h8o x left anti join {tables}.hks y on x.k = y.k and x.s = y.s"
         " where x.k in (3, 5, 7) or x.k is null"
@@ -791,7 +797,8 @@ def test_a_filter_on_the_bucket_column_reads_every_bucket(spark, tables):
     with extension_on(spark):
         plan = plans.executed_plan(spark, sql)
         got = rows(spark, sql)
-    assert "SelectedBucketsCount: 8 out of 8" in plan, plan
+    buckets = {hashing.bucket_id([k], ["int"], 8, "hive") for k in (3, 5, 7, None)}
+    assert f"SelectedBucketsCount: {len(buckets)} out of 8" in plan and len(buckets) < 8, plan
     assert got == reference_rows(spark, sql) and got[0][0] > 0
 
 

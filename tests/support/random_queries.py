@@ -4,7 +4,7 @@ tests/test_extension.py: two- and three-table joins of every kind on the
 bucket columns, on more than them and on others, aggregates, windows,
 unions grouped or joined on the bucket column, counts past the coalescing
 ratio, sorted tables whose buckets span several partitions, filters on
-partitions, keys and NULLs; and what to look for in their plans."""
+partitions, keys (point lookups) and NULLs; and what to look for in their plans."""
 
 from __future__ import annotations
 
@@ -124,6 +124,10 @@ def random_query(rng: random.Random, t: str) -> str:
                 "where x.k < 120",
                 "where x.p = '1'",
                 "where x.k in (3, 5, 7) or x.k is null",
+                # Point lookups, which the extension prunes to the buckets of their values.
+                f"where x.k = {rng.randrange(-45, 300)}",
+                f"where x.k in ({rng.randrange(-45, 300)}, {rng.randrange(-45, 300)}) and x.s = 's{rng.randrange(7)}'",
+                f"where x.k <=> {rng.randrange(-45, 0)} or x.k is null",
                 "where x.s <> 's3'",
                 *one_spec_days,
             ]

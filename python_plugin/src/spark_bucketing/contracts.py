@@ -37,6 +37,10 @@ SUPERSET_KEYS_SWITCH = "spark_bucketing.extension.supersetJoinKeys"
 #: bucket of the larger); 1 turns it off.
 CLONE_RATIO_SETTING = "spark_bucketing.extension.maxCloneRatio"
 CLONE_RATIO_DEFAULT = "16"
+#: On: declared-bucketed Hive tables this package did not write (Hive, Trino, stock Spark) are read bucketed ...
+FOREIGN_TABLES_SWITCH = "spark_bucketing.extension.foreignTables"
+#: ... each row checked against its file's bucket as it is read, unless this is false.
+FOREIGN_TABLES_VERIFY = "spark_bucketing.extension.foreignTables.verify"
 #: The statement the extension adds: many partitions to new folders in one metastore call.
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
 #: ... and deletes folders inside a table's folder in one statement.

@@ -18,17 +18,22 @@ from spark_bucketing import hashing
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.blocks import Query
 from spark_bucketing.checker.engines import EngineSettings
-from spark_bucketing.checker.keytypes import NUMERIC_ORDER, norm_type
+from spark_bucketing.checker.extension_lookups import EVERY_COLUMN, FLOAT_KEY, extension_selected
 from spark_bucketing.checker.lines import source_line
+from spark_bucketing.checker.literals import (
+    CASTS_COLUMN,
+    LITERAL_TYPE,
+    NOT_PRUNABLE,
+    OR_OTHER,
+    literal_value,
+    on_column,
+    typed,
+)
 from spark_bucketing.checker.model import Finding, Side
 from spark_bucketing.checker.relations import Catalog, RelationInfo
 
 ONE_COLUMN = "PRUNING_NEEDS_ONE_BUCKET_COLUMN"
-NOT_PRUNABLE = "PREDICATE_NOT_PRUNABLE"
-OR_OTHER = "OR_WITH_OTHER_COLUMNS"
-LITERAL_TYPE = "LITERAL_TYPE_CASTS_COLUMN"
 LITERAL_FIRST = "LITERAL_BEFORE_COLUMN"
-INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 
 ALL = None  # every bucket
 
@@ -136,7 +141,7 @@ def _inferred(filters: list[exp.Expression], select: exp.Select, outer_too: bool
 
 def _literals(f: exp.Expression) -> bool:
     values = f.expressions if isinstance(f, exp.In) else [f.expression]
-    return bool(values) and all(_literal_value(v) is not None for v in values)
+    return bool(values) and all(literal_value(v) is not None for v in values)
 
 
 def _same(a: exp.Column, b: exp.Column) -> bool:
@@ -182,16 +187,16 @@ def _judge(info: RelationInfo, filters: list[exp.Expression], settings: EngineSe
         return None
     key_types = [info.columns.get(c) for c in columns]
     usable, reasons = E.usable_spec(info.bucket, key_types, settings, info.built_by_package)
+    read: int | None = spec.buckets
     if info.evolving:
         reasons = [E.EVOLVING_TABLE]
-    elif usable and spec.hash != "spark":
-        # The extension reads every bucket: Spark would choose them by its own hash.
-        reasons = [E.HIVE_HASH_NOT_PRUNED]
-    elif usable and len(columns) > 1:
-        reasons = [ONE_COLUMN]
-    read: int | None = spec.buckets
-    if not reasons:
-        selected, reasons = _selected(touching, columns[0], key_types[0], spec.buckets)
+    elif usable:
+        selected, reasons = _spark_selected(touching, columns, key_types, spec.buckets)
+        if settings.extension and info.built_by_package:
+            # The extension prunes every family; on Spark's hash Spark's own choice stands too (both are kept).
+            by_extension, why = extension_selected(touching, spec, key_types)
+            selected = _and(by_extension, selected if spec.hash == "spark" else ALL)
+            reasons = why if selected is ALL else []
         read = len(selected) if isinstance(selected, set) else (spec.buckets if selected is ALL else None)
     side = Side(
         relation=info.name,
@@ -204,6 +209,13 @@ def _judge(info: RelationInfo, filters: list[exp.Expression], settings: EngineSe
     finding = Finding("lookup", source_line(touching[0], node), [side], buckets=spec.buckets, buckets_read=read)
     finding.suggestions = _suggestions(info, columns, key_types[0], reasons)
     return finding
+
+
+def _spark_selected(filters, columns: list[str], key_types: list[str | None], buckets: int):
+    """Spark's own pruning, of a table bucketed by one column: (bucket ids, reasons)."""
+    if len(columns) > 1:
+        return ALL, [ONE_COLUMN]
+    return _selected(filters, columns[0], key_types[0], buckets)
 
 
 def _selected(filters, column: str, col_type: str | None, buckets: int):
@@ -245,112 +257,40 @@ def _bucket_set(e: exp.Expression, column: str, col_type: str | None, n: int, re
     if not touches:
         return ALL
     if isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
-        ok = _on_column(e.this, column, None, reasons)
+        ok = on_column(e.this, column, None, reasons)
         return _ids([None], col_type, n) if ok else ALL
     if isinstance(e, exp.EQ | exp.NullSafeEQ):
         col, value = e.left, e.right
-        literal = _literal_value(value)
+        literal = literal_value(value)
         if literal is None:
             # Spark matches `column = literal` only in that order, and the optimizer does not swap them.
-            reasons.append(LITERAL_FIRST if _literal_value(e.left) is not None else NOT_PRUNABLE)
+            reasons.append(LITERAL_FIRST if literal_value(e.left) is not None else NOT_PRUNABLE)
             return ALL
         if literal == "NULL":
             # `= NULL` is never true; `<=> NULL` is IS NULL.
-            null_safe = isinstance(e, exp.NullSafeEQ) and _on_column(col, column, value, reasons)
+            null_safe = isinstance(e, exp.NullSafeEQ) and on_column(col, column, value, reasons)
             return _ids([None], col_type, n) if null_safe else ALL
-        if not _on_column(col, column, value, reasons):
+        if not on_column(col, column, value, reasons):
             return ALL
-        typed = _typed(literal, value, col_type, in_list=False)
-        if typed is _CASTS_COLUMN:
+        value_typed = typed(literal, value, col_type, in_list=False)
+        if value_typed is CASTS_COLUMN:
             reasons.append(LITERAL_TYPE)
             return ALL
-        return _ids([typed], col_type, n)
+        return _ids([value_typed], col_type, n)
     if isinstance(e, exp.In) and not e.args.get("query"):
-        literals = [_literal_value(v) for v in e.expressions]
+        literals = [literal_value(v) for v in e.expressions]
         if any(v is None for v in literals):
             reasons.append(NOT_PRUNABLE)
             return ALL
-        if not _on_column(e.this, column, e.expressions[0], reasons):
+        if not on_column(e.this, column, e.expressions[0], reasons):
             return ALL
-        typed = [_typed(v, node, col_type, in_list=True) for v, node in zip(literals, e.expressions, strict=True)]
-        if any(t is _CASTS_COLUMN for t in typed):
+        values = [typed(v, node, col_type, in_list=True) for v, node in zip(literals, e.expressions, strict=True)]
+        if any(t is CASTS_COLUMN for t in values):
             reasons.append(LITERAL_TYPE)
             return ALL
-        return _ids([t for t, v in zip(typed, literals, strict=True) if v != "NULL"], col_type, n)
+        return _ids([t for t, v in zip(values, literals, strict=True) if v != "NULL"], col_type, n)
     reasons.append(NOT_PRUNABLE)
     return ALL
-
-
-def _on_column(e: exp.Expression, column: str, literal_node, reasons: list[str]) -> bool:
-    """The filter compares the bucket column itself. A cast of an integral
-    column to a wider number compared with a whole number is unwrapped by the
-    optimizer; any other cast or function hides the column."""
-    if isinstance(e, exp.Column) and e.name.lower() == column:
-        return True
-    if (
-        isinstance(e, exp.Cast)
-        and isinstance(e.this, exp.Column)
-        and e.this.name.lower() == column
-        and norm_type(e.to.sql("spark")) in (*INTEGRAL, "double", "float")
-        and isinstance(literal_node, exp.Literal | exp.Neg)
-        and not _is_string(literal_node)
-    ):
-        return True
-    reasons.append(E.KEY_CAST if isinstance(e, exp.Cast) else E.KEY_EXPRESSION)
-    return False
-
-
-_CASTS_COLUMN = object()
-
-
-def _is_string(node) -> bool:
-    return isinstance(node, exp.Literal) and node.is_string
-
-
-def _typed(value: str, node, col_type: str | None, in_list: bool):
-    """The literal as a value of the column's type, or _CASTS_COLUMN when
-    Spark casts the column instead (a number against a string column; in an
-    IN list, a string against any other type, the list's common type being
-    string)."""
-    if value == "NULL":
-        return None
-    t = norm_type(col_type or "string")
-    if t == "string":
-        return value if _is_string(node) else _CASTS_COLUMN
-    if _is_string(node) and in_list:
-        return _CASTS_COLUMN
-    try:
-        if t in INTEGRAL:
-            number = float(value)
-            return int(number) if number == int(number) else _CASTS_COLUMN
-        if t in NUMERIC_ORDER:
-            return float(value)
-        if t == "date":
-            import datetime as dt
-
-            return dt.date.fromisoformat(value)
-        if t == "boolean":
-            return value.lower() == "true"
-    except ValueError:
-        return _CASTS_COLUMN
-    return value
-
-
-def _literal_value(e) -> str | None:
-    """A literal's text ("NULL" for NULL), or None for anything else."""
-    if isinstance(e, exp.Paren):
-        return _literal_value(e.this)
-    if isinstance(e, exp.Null):
-        return "NULL"
-    if isinstance(e, exp.Boolean):
-        return "true" if e.this else "false"
-    if isinstance(e, exp.Literal):
-        return e.this
-    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
-        return "-" + e.this.this
-    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal):
-        return e.this.this
-    return None
 
 
 def _ids(values: list, col_type: str | None, n: int):
@@ -374,8 +314,10 @@ def _suggestions(info: RelationInfo, columns: list[str], col_type: str | None, r
         E.KEY_CAST: f"filter on {col} itself, not a cast of it",
         E.KEY_EXPRESSION: f"filter on {col} itself, not an expression of it",
         E.HIVE_HASH: f"{rel} uses Hive's hash, which Spark does not read as bucketed, so it cannot prune buckets",
-        E.HIVE_HASH_NOT_PRUNED: f"the extension reads {rel} bucketed for joins and aggregations but reads every "
-        "bucket for a filter (Spark would choose them by its own hash)",
+        EVERY_COLUMN: f"the extension prunes {rel} by the combinations of all its bucket columns "
+        f"({', '.join(columns)}): give each of them (=, IN, IS NULL)",
+        FLOAT_KEY: f"{col} is a floating-point column, which the extension does not prune by (= takes -0.0 and "
+        "0.0 as one value where a hash may not)",
         E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
         E.HIVE_V2_FLOAT_KEY: f"{rel} is bucketed by Hive's v2 hash on a floating-point column, which the extension "
         "reads unbucketed",

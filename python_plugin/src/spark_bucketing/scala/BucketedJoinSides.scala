@@ -6,7 +6,8 @@ import org.apache.spark.sql.execution.joins.ShuffledJoin
 
 /** The join sides the count rules (CoalesceBucketsInJoins, CloneBucketsInJoins)
  *  change: a bucketed scan read one task per bucket, under filters and
- *  projections, and its Hive-hash node when it has one. */
+ *  projections, and its Hive-hash node when it has one; a foreign table's
+ *  bucketed read (ForeignBucketedScanExec). */
 object BucketedJoinSides {
 
   /** The bucket count of the scan a join side reads in one task per bucket. */
@@ -18,6 +19,7 @@ object BucketedJoinSides {
       case _ => None
     }
     case s: FileSourceScanExec => perBucket(s)
+    case f: ForeignBucketedScanExec if f.tasks == f.spec.numBuckets => Some(f.tasks)
     case _ => None
   }
 
@@ -31,6 +33,7 @@ object BucketedJoinSides {
     case f: FilterExec => f.withNewChildren(Seq(rewriteRead(f.child)(read)))
     case h: HiveHashBucketedScanExec => read(h)
     case s: FileSourceScanExec => read(s)
+    case f: ForeignBucketedScanExec => read(f)
     case other => other
   }
 

@@ -3,6 +3,7 @@ package sparkbucketing
 import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.catalog.{BucketSpec, CatalogTable}
 import org.apache.spark.sql.catalyst.planning.ScanOperation
+import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.datasources.{FileSourceStrategy, HadoopFsRelation, LogicalRelation}
@@ -49,43 +50,64 @@ object BucketingExtensions {
 case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
 
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case ScanOperation(_, _, _, relation @ LogicalRelation(fs: HadoopFsRelation, _, Some(table), false, _))
-        if BucketingExtensions.enabled(session) && fs.bucketSpec.isEmpty &&
-          table.properties.contains(BucketingExtensions.Marker) =>
-      table.bucketSpec match {
-        case Some(declared) => hiveHashVersion(table, declared).map(v => planBucketed(plan, relation, fs, declared, "hive", v)).getOrElse(Nil)
-        case None if table.partitionColumnNames.nonEmpty =>
+    case ScanOperation(_, _, filters, relation @ LogicalRelation(fs: HadoopFsRelation, _, Some(table), false, _))
+        if BucketingExtensions.enabled(session) && table.properties.contains(BucketingExtensions.Marker) =>
+      val scan = Scan(plan, relation, fs, filters)
+      (fs.bucketSpec, table.bucketSpec) match {
+        // A Spark-hash table: Spark plans it bucketed and prunes one column by its own rule; the rule here prunes more.
+        case (Some(spec), _) => scan.pruned(FileSourceStrategy(plan), spec, "spark", 0)
+        case (None, Some(declared)) => hiveHashVersion(table, declared).map(v => scan.bucketed(declared, "hive", v)).getOrElse(Nil)
+        case (None, None) if table.partitionColumnNames.nonEmpty =>
           // Spark's own plan of the scan: the partitions it selects decide the spec, and it stands when they share none.
           val stock = FileSourceStrategy(plan)
           val scans = stock.flatMap(_.collect { case s: FileSourceScanExec => s })
           PartitionRecords.sharedSpec(session, scans, table)
             .flatMap { case (spec, hash) => inSchemaCase(spec, table).map((_, hash)) }
             .flatMap { case (spec, hash) =>
-              if (hash == "spark") Some(planBucketed(plan, relation, fs, spec, hash, 0))
-              else hiveHashVersion(table, spec).map(v => planBucketed(plan, relation, fs, spec, hash, v))
+              if (hash == "spark") Some(scan.bucketed(spec, hash, 0))
+              else hiveHashVersion(table, spec).map(v => scan.bucketed(spec, hash, v))
             }
             .filter(_.nonEmpty)
             .getOrElse(stock)
-        case None => Nil
+        case _ => Nil
       }
+    case ScanOperation(_, _, filters, relation @ LogicalRelation(fs: HadoopFsRelation, _, Some(table), false, _))
+        if BucketingExtensions.enabled(session) && ForeignTables.enabled(session) && fs.bucketSpec.isEmpty =>
+      (for {
+        spec <- table.bucketSpec
+        version <- hiveHashVersion(table, spec)
+        selected = BucketPruning.selected(filters, relation.output, spec, BucketIds.of("hive", version, spec.numBuckets),
+          session.sessionState.conf.resolver)
+      } yield ForeignTables.planned(session, FileSourceStrategy(plan), table, spec, version, selected)).getOrElse(Nil)
     case _ => Nil
   }
 
-  private def planBucketed(
-      plan: LogicalPlan, relation: LogicalRelation, fs: HadoopFsRelation, spec: BucketSpec, hash: String,
-      hiveVersion: Int): Seq[SparkPlan] = {
-    val withSpec = plan.transformDown {
-      case l: LogicalRelation if l eq relation => l.copy(relation = fs.copy(bucketSpec = Some(spec))(fs.sparkSession))
+  /** A scan of a package table: the logical plan of it, its relation and the filters that reach it. */
+  private case class Scan(plan: LogicalPlan, relation: LogicalRelation, fs: HadoopFsRelation, filters: Seq[Expression]) {
+
+    /** Spark's plan of the scan read with `spec`, when every file it selects carries a bucket name. */
+    def bucketed(spec: BucketSpec, hash: String, hiveVersion: Int): Seq[SparkPlan] = {
+      val withSpec = plan.transformDown {
+        case l: LogicalRelation if l eq relation => l.copy(relation = fs.copy(bucketSpec = Some(spec))(fs.sparkSession))
+      }
+      val planned = FileSourceStrategy(withSpec)
+      val scans = planned.flatMap(_.collect { case s: FileSourceScanExec => s })
+      if (scans.isEmpty || !scans.forall(s => !s.bucketedScan || BucketFileNames.allMatch(s, spec.numBuckets))) Nil
+      else pruned(planned, spec, hash, hiveVersion)
     }
-    val planned = FileSourceStrategy(withSpec)
-    val scans = planned.flatMap(_.collect { case s: FileSourceScanExec => s })
-    if (scans.isEmpty || !scans.forall(s => !s.bucketedScan || BucketFileNames.allMatch(s, spec.numBuckets))) Nil
-    else if (hash == "spark") planned
-    else planned.map(_.transformUp {
-      // Spark prunes buckets by its own hash of the filter's values: for a Hive-hash table that would
-      // pick the wrong buckets, so every bucket is read (the filter still applies above the scan).
-      case s: FileSourceScanExec if s.bucketedScan => HiveHashBucketedScanExec(s.copy(optionalBucketSet = None), hiveVersion)
-    })
+
+    /** The plan with its bucketed scans reading the buckets the filters select (BucketPruning), and
+     *  a Hive-hash one stating its placement. Spark's own choice, made by its own hash, stands for a
+     *  Spark-hash scan only: on a Hive-hash table it would pick the wrong buckets. */
+    def pruned(planned: Seq[SparkPlan], spec: BucketSpec, hash: String, hiveVersion: Int): Seq[SparkPlan] = {
+      val selected = BucketPruning.selected(filters, relation.output, spec, BucketIds.of(hash, hiveVersion, spec.numBuckets),
+        session.sessionState.conf.resolver)
+      planned.map(_.transformUp {
+        case s: FileSourceScanExec if s.bucketedScan && hash == "spark" =>
+          s.copy(optionalBucketSet = BucketPruning.both(s.optionalBucketSet, selected))
+        case s: FileSourceScanExec if s.bucketedScan => HiveHashBucketedScanExec(s.copy(optionalBucketSet = selected), hiveVersion)
+      })
+    }
   }
 
   /** The version of Hive's hash a Hive table's buckets (or its partitions')

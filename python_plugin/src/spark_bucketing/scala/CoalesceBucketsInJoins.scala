@@ -45,6 +45,10 @@ case class CoalesceBucketsInJoins(session: SparkSession) extends Rule[SparkPlan]
 
   private def coalesceRead(read: SparkPlan, g: Int): SparkPlan = read match {
     case h: HiveHashBucketedScanExec => h.withNewChildren(Seq(coalesceRead(h.child, g)))
+    case f: ForeignBucketedScanExec =>
+      val copy = f.copy(tasks = g)
+      copy.copyTagsFrom(f)
+      copy
     case s: FileSourceScanExec if s.relation.bucketSpec.exists(_.numBuckets != g) =>
       // A copy carries no tags: without the scan's logical link, adaptive execution fails an
       // assertion when the join still shuffles and an Exchange lands right above the scan.

@@ -21,6 +21,10 @@ object Contracts {
   val MergedFilesSetting = "spark_bucketing.extension.maxMergedFiles"
   /** Its default: off, the Sort measured faster (docs/benchmarks.md). */
   val MergedFilesDefault = "1"
+  /** On: declared-bucketed Hive tables this package did not write are read bucketed (ForeignTables). */
+  val ForeignTablesSwitch = "spark_bucketing.extension.foreignTables"
+  /** Off: such tables' rows are not checked against their files' buckets as they are read. */
+  val ForeignTablesVerify = "spark_bucketing.extension.foreignTables.verify"
   /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
   val SwitchStatement = "spark_bucketing switch partitions"
   /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */

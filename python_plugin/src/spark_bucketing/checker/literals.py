@@ -1,0 +1,87 @@
+"""What a filter compares a bucket column with, as the bucket pruning of
+Spark and of the session extension sees it: the column itself (or a cast
+the optimizer unwraps), and literals read as values of the column's type."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlglot import exp
+
+from spark_bucketing.checker import engines as E
+from spark_bucketing.checker.keytypes import NUMERIC_ORDER, norm_type
+
+INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+# Why a filter selects every bucket, under Spark's pruning and the extension's alike.
+NOT_PRUNABLE = "PREDICATE_NOT_PRUNABLE"
+OR_OTHER = "OR_WITH_OTHER_COLUMNS"
+LITERAL_TYPE = "LITERAL_TYPE_CASTS_COLUMN"
+# A literal Spark compares by casting the column instead (a number against a string column).
+CASTS_COLUMN = object()
+
+
+def on_column(e: exp.Expression, column: str, literal_node, reasons: list[str]) -> bool:
+    """The filter compares the bucket column itself. A cast of an integral
+    column to a wider number compared with a whole number is unwrapped by the
+    optimizer; any other cast or function hides the column."""
+    if isinstance(e, exp.Column) and e.name.lower() == column:
+        return True
+    if (
+        isinstance(e, exp.Cast)
+        and isinstance(e.this, exp.Column)
+        and e.this.name.lower() == column
+        and norm_type(e.to.sql("spark")) in (*INTEGRAL, "double", "float")
+        and isinstance(literal_node, exp.Literal | exp.Neg)
+        and not is_string(literal_node)
+    ):
+        return True
+    reasons.append(E.KEY_CAST if isinstance(e, exp.Cast) else E.KEY_EXPRESSION)
+    return False
+
+
+def is_string(node) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def typed(value: str, node, col_type: str | None, in_list: bool):
+    """The literal as a value of the column's type, or CASTS_COLUMN when
+    Spark casts the column instead (a number against a string column; in an
+    IN list, a string against any other type, the list's common type being
+    string)."""
+    if value == "NULL":
+        return None
+    t = norm_type(col_type or "string")
+    if t == "string":
+        return value if is_string(node) else CASTS_COLUMN
+    if is_string(node) and in_list:
+        return CASTS_COLUMN
+    try:
+        if t in INTEGRAL:
+            number = float(value)
+            return int(number) if number == int(number) else CASTS_COLUMN
+        if t in NUMERIC_ORDER:
+            return float(value)
+        if t == "date":
+            return dt.date.fromisoformat(value)
+        if t == "boolean":
+            return value.lower() == "true"
+    except ValueError:
+        return CASTS_COLUMN
+    return value
+
+
+def literal_value(e) -> str | None:
+    """A literal's text ("NULL" for NULL), or None for anything else."""
+    if isinstance(e, exp.Paren):
+        return literal_value(e.this)
+    if isinstance(e, exp.Null):
+        return "NULL"
+    if isinstance(e, exp.Boolean):
+        return "true" if e.this else "false"
+    if isinstance(e, exp.Literal):
+        return e.this
+    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
+        return "-" + e.this.this
+    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal):
+        return e.this.this
+    return None

@@ -27,7 +27,13 @@ def _macro_body(name: str) -> str:
 
 
 def _macro_return_string(name: str) -> str:
-    (value,) = re.findall(r"return\('([^']*)'\)", _macro_body(name))
+    (value,) = re.findall(r"return\('([^']*)'\)", _macro_body(name).split("{%- endif -%}")[-1])
+    return value
+
+
+def _macro_return_string_of(name: str, branch: str) -> str:
+    """The string a macro returns in its `if ... == '<branch>'` branch."""
+    (value,) = re.findall(r"==\s*'" + branch + r"'\s*-%}{{ return\('([^']*)'\) }}", _macro_body(name))
     return value
 
 
@@ -125,6 +131,27 @@ def test_the_bucket_in_a_file_name_is_read_alike(name, bucket):
         bucket if name.startswith(("part-", "0000")) and ".c0" in name else None
     )
     assert _scala_vals()["SparkBucketFileName"] == contracts.SPARK_BUCKET_FILE_NAME.pattern
+
+
+# (name, bucket as Hive, Trino and the extension's foreign tables read it)
+HIVE_NAMES = [
+    ("000003_0", 3),  # Hive's own
+    ("000003_0_copy_1", 3),  # Hive's second file of a bucket
+    ("000012_0_20261127_101010_00001_abcde_0b6f7c1e-3c2a-4d6e-9f3a-1b2c3d4e5f60", 12),  # Trino's
+    ("00003_0_part-00000-1b2c-4d5e_00003.c000.snappy.parquet", 3),  # Spark's Hive-style
+    ("part-00000-1b2c-4d5e_00003.c000.snappy.parquet", None),  # Spark's datasource name: not a Hive name
+    ("data.parquet", None),
+]
+
+
+@pytest.mark.parametrize("name,bucket", HIVE_NAMES)
+def test_hives_bucket_in_a_file_name_is_read_alike(name, bucket):
+    assert bucket_of(name, "hive") == bucket
+    sql = re.match(_macro_return_string_of("bucket_file_pattern", "hive"), "file:/w/t/p=1/" + name)
+    assert (int(sql.group(1)) if sql else None) == bucket
+    scala = re.match(_scala_vals()["HiveBucketFileName"], name)
+    assert (int(scala.group(1)) if scala else None) == bucket
+    assert _scala_vals()["HiveBucketFileName"] == contracts.HIVE_BUCKET_IN_NAME.pattern
 
 
 SHARED_LITERALS = [

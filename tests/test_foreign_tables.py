@@ -13,6 +13,8 @@ import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -20,6 +22,11 @@ import pytest
 
 from harness.spark import extension_on, session_settings
 from spark_bucketing import contracts, hashing, plans
+from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
+from spark_bucketing.checker.relations import relation_from_live
+from spark_bucketing.checker.verify import verify
+from spark_bucketing.extension import EXTENSION_CLASS
+from spark_bucketing.metadata import SparkClient
 from tests.support.extension_tables import reference_rows, rows, sorted_rows
 
 FACT = (
@@ -270,3 +277,92 @@ def test_randomized_queries_over_foreign_tables(spark, tables):
         bucketed += "ForeignBucketedScan" in plan
         assert got == reference_rows(spark, sql), f"SB_SEED={seed}, query {i}: {sql}"
     assert bucketed >= 100, f"SB_SEED={seed}: {bucketed} queries read a foreign table bucketed"
+
+
+def test_the_layout_test_and_files_command_read_hives_names(spark, tables, dbt_project, tmp_path):
+    """Hive's names (`000003_0`, `_copy_N`) and Trino's are read as Hive reads
+    them, each file in its own bucket (Spark's rule would put all in bucket 0):
+    one file per bucket passes; more pass up to `max_files_per_bucket`."""
+    schema, base = tables
+    folder = tmp_path / "f_hive_one"
+    _stock_hive_table(
+        spark, schema, "f_hive_one", folder, 8, ["select cast(id % 100 as int), 's', id from range(0, 4000, 1, 1)"]
+    )
+    _rename(folder, lambda b, i: f"{b:06d}_0")
+    spark.sql(f"refresh table {schema}.f_hive_one")
+    most = max(len(files) for files in _files_by_bucket(base / "f_hive").values())
+    assert most > 1
+    dbt_project.write_file(
+        "models/foreign_sources.yml",
+        f"""version: 2
+sources:
+  - name: foreign
+    schema: {schema}
+    tables:
+      - name: f_hive_one
+        data_tests:
+          - spark_bucketing.bucket_layout:
+              name: hive_one_file_a_bucket
+      - name: f_hive
+        data_tests:
+          - spark_bucketing.bucket_layout:
+              name: hive_copies
+          - spark_bucketing.bucket_layout:
+              name: hive_copies_allowed
+              arguments: {{max_files_per_bucket: {most}}}
+      - name: f_trino
+        data_tests:
+          - spark_bucketing.bucket_layout:
+              name: trino_names
+              arguments: {{max_files_per_bucket: 3}}
+""",
+    )
+    result = dbt_project.dbt("test", "--select", "source:foreign")
+    outcome = {r.node.name: (str(r.status), r.message) for r in result.result.results}
+    assert {name: status for name, (status, _) in outcome.items()} == {
+        "hive_one_file_a_bucket": "pass",
+        "hive_copies": "fail",
+        "hive_copies_allowed": "pass",
+        "trino_names": "pass",
+    }, outcome
+    failed = next(r for r in result.result.results if r.node.name == "hive_copies")
+    assert "files for bucket" in failed.node.compiled_code and "no bucket id" not in failed.node.compiled_code
+    cli = [sys.executable, "-m", "spark_bucketing.cli", "files"]
+    hive = subprocess.run([*cli, "--hash", "hive", str(folder)], capture_output=True, text=True)
+    assert hive.returncode == 0 and hive.stdout.count("1 file(s)") == 8, hive.stdout + hive.stderr
+    spark_rule = subprocess.run([*cli, str(folder)], capture_output=True, text=True)
+    assert spark_rule.returncode == 1 and "bucket 0\t8 file(s)" in spark_rule.stdout, spark_rule.stdout
+
+
+@pytest.mark.parametrize("foreign", [True, False], ids=["foreign tables on", "foreign tables off"])
+def test_the_checker_follows_the_setting(spark, tables, foreign):
+    """The checker's verdicts (joins, aggregations, lookups) on foreign tables
+    agree with the plans with the setting on and off, and its fix names the
+    setting where it is off."""
+    schema, _ = tables
+    client = SparkClient(spark)
+    catalog = Catalog()
+    for name in [*FOREIGN, *PACKAGE]:
+        catalog.add(relation_from_live(client, f"{schema}.{name}"))
+    conf = {
+        "spark.sql.shuffle.partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "spark.sql.extensions": EXTENSION_CLASS,
+        contracts.FOREIGN_TABLES_SWITCH: str(foreign).lower(),
+    }
+    queries = [q for q, *_ in JOINS.values()] + [
+        "select v from {t}.f_spark where k in (7, -3) or k is null",
+        "select v from {t}.f_hive where k = 3",
+    ]
+    with extension_on(spark), session_settings(spark, {contracts.FOREIGN_TABLES_SWITCH: str(foreign).lower()}):
+        for template in queries:
+            sql = template.format(t=schema)
+            findings = analyze_sql(sql, catalog, EngineSettings("spark", conf))
+            results = verify(client, sql, findings)
+            report = [
+                (f.kind, [(s.relation, s.shuffle, s.reasons) for s in f.sides], r)
+                for f, r in zip(findings, results, strict=True)
+            ]
+            assert findings and all(r["matched"] for r in results), (sql, report)
+            if not foreign:
+                texts = [t for f in findings for t in f.suggestions]
+                assert any(contracts.FOREIGN_TABLES_SWITCH in t for t in texts), (sql, texts)

@@ -32,13 +32,19 @@
   {{ return(report) }}
 {% endmacro %}
 
-{% macro layout_violations(relation, info=none, meta=none) %}
+{% macro layout_violations(relation, info=none, meta=none, max_files=none) %}
   {#- The offending files of `relation` (file_path, partition_path, file_bucket,
       row_count, misplaced_rows, unsorted_rows, files_for_bucket, problem),
-      empty when sound. -#}
+      empty when sound. `max_files`: files a bucket may have per partition
+      (a table another writer wrote: Hive's `_copy_N`), beyond what the
+      records allow. -#}
   {%- set info = info or spark_bucketing.table_info(relation) -%}
   {%- set meta = meta or spark_bucketing.read_metadata(relation) -%}
-  {%- set groups = spark_bucketing.check_groups(relation, spark_bucketing.expected_specs(info, meta)) -%}
+  {%- set expected = spark_bucketing.expected_specs(info, meta) -%}
+  {%- for spec, _ in expected if max_files is not none and max_files > spec.get('max_files_per_bucket', 1) -%}
+    {%- do spec.update({'max_files_per_bucket': max_files}) -%}
+  {%- endfor -%}
+  {%- set groups = spark_bucketing.check_groups(relation, expected) -%}
   {%- set report = spark_bucketing.checked_layout(relation, info.partition_by, groups) -%}
   {{ return(report.files | rejectattr('problem', 'none') | list) }}
 {% endmacro %}

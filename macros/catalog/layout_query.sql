@@ -2,10 +2,15 @@
     its partition should follow; layout_report.sql reads the result. It
     changes no session setting. -#}
 
-{% macro bucket_file_pattern() %}
-  {#- The bucket id in a data file's path: the last `_<digits>` of its name
-      before the extensions, as Spark reads it (BucketingUtils); tied to
-      BUCKET_IN_NAME in spark_bucketing/contracts.py by tests/test_contracts.py. -#}
+{% macro bucket_file_pattern(family='spark') %}
+  {#- The bucket id in a data file's path as the table's readers read it:
+      Spark's (BucketingUtils), the last `_<digits>` of its name before the
+      extensions; a Hive-hash table's (Hive, Trino, the session extension's
+      foreign tables), the leading number of `000003_0`, `000003_0_copy_1`,
+      Trino's `000003_0_<query>_<uuid>` and Spark's Hive-style names. Tied
+      to BUCKET_IN_NAME and HIVE_BUCKET_IN_NAME in spark_bucketing/contracts.py
+      by tests/test_contracts.py. -#}
+  {%- if family == 'hive' -%}{{ return('^.*/(0[0-9]+)_[0-9]+[^/]*$') }}{%- endif -%}
   {{ return('^.*/[^/]*_([0-9]+)([.][^/]*)?$') }}
 {% endmacro %}
 
@@ -117,6 +122,9 @@
     {%- if spec.sorted_by and reads == 'rows' -%}{%- do parts.append(spark_bucketing.unsorted_files_sql(relation, partition_by, groups, loop.index0)) -%}{%- endif -%}
   {%- endfor -%}
   {%- set all_rows = parts | join('\n    union all\n') -%}
-  select try_cast(nullif(regexp_extract(__sb_file, '{{ spark_bucketing.bucket_file_pattern() }}', 1), '') as int) as __sb_file_bucket, *
+  {#- Files are named as their readers read them: Spark's rule where any group is of Spark's hash. -#}
+  {%- set family = namespace(name='hive' if groups else 'spark') -%}
+  {%- for spec, _ in groups if spec.hash != 'hive' -%}{%- set family.name = 'spark' -%}{%- endfor -%}
+  select try_cast(nullif(regexp_extract(__sb_file, '{{ spark_bucketing.bucket_file_pattern(family.name) }}', 1), '') as int) as __sb_file_bucket, *
   from ({{ spark_bucketing.with_folders_sql(all_rows, partition_by | length) }}) as __sb_named
 {%- endmacro %}

@@ -39,7 +39,7 @@ def cmd_bucket_id(args: argparse.Namespace) -> int:
 def cmd_files(args: argparse.Namespace) -> int:
     from spark_bucketing.files import files_per_bucket, local_path
 
-    counts = files_per_bucket(local_path(args.location))
+    counts = files_per_bucket(local_path(args.location), args.hash)
     for (directory, bucket), n in sorted(
         counts.items(), key=lambda kv: (kv[0][0], -1 if kv[0][1] is None else kv[0][1])
     ):
@@ -200,6 +200,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("files", help="files per bucket under a table location; exit 1 unless one per bucket")
     p.add_argument("location")
+    p.add_argument(
+        "--hash",
+        choices=hashing.FAMILIES,
+        default="spark",
+        help="read the bucket ids as the table's readers do: spark (the last _N of a name) or hive (Hive's and "
+        "Trino's leading 000003_0, _copy_N)",
+    )
     p.set_defaults(func=cmd_files)
 
     p = sub.add_parser("partitions", help="a table's bucket spec per partition, as recorded by the materializations")

@@ -23,6 +23,11 @@ SUMMARY_KEY = METADATA_PREFIX + "partitions"
 #: extensions, as Spark reads it (BucketingUtils). It also reads Hive-style
 #: names written by Spark (`00003_0_part-..._00003.c000.snappy.parquet`).
 BUCKET_IN_NAME = re.compile(r".*_(\d+)(?:\..*)?$")
+#: The bucket id in a Hive-hash table's file name as Hive, Trino and the
+#: session extension's foreign tables read it: the leading number of
+#: `000003_0`, `000003_0_copy_1`, Trino's `000003_0_<query>_<uuid>`, and the
+#: Hive-style names Spark writes (`00003_0_part-..._00003.c000.snappy.parquet`).
+HIVE_BUCKET_IN_NAME = re.compile(r"^(0\d+)_\d+.*")
 
 #: The only name Spark's bucketed writer gives a file (both table kinds); the
 #: extension reads a scan bucketed only when every file carries it.

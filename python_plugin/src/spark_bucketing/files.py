@@ -6,11 +6,12 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from spark_bucketing.contracts import BUCKET_IN_NAME
+from spark_bucketing.contracts import BUCKET_IN_NAME, HIVE_BUCKET_IN_NAME
 
 
-def bucket_of(file_name: str) -> int | None:
-    m = BUCKET_IN_NAME.match(file_name)
+def bucket_of(file_name: str, family: str = "spark") -> int | None:
+    """The bucket id a reader of a `family` ("spark" or "hive") table reads in a file's name."""
+    m = (HIVE_BUCKET_IN_NAME if family == "hive" else BUCKET_IN_NAME).match(file_name)
     return int(m.group(1)) if m else None
 
 
@@ -36,9 +37,9 @@ def data_files(location: Path) -> list[Path]:
     )
 
 
-def files_per_bucket(location: Path) -> Counter:
-    """(partition directory, bucket id or None) -> number of files."""
+def files_per_bucket(location: Path, family: str = "spark") -> Counter:
+    """(partition directory, bucket id or None) -> number of files, the ids read as a `family` table's readers do."""
     counts: Counter = Counter()
     for f in data_files(location):
-        counts[(str(f.parent.relative_to(location)), bucket_of(f.name))] += 1
+        counts[(str(f.parent.relative_to(location)), bucket_of(f.name, family))] += 1
     return counts

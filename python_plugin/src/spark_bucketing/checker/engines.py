@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from spark_bucketing.contracts import (
     CLONE_RATIO_DEFAULT,
     CLONE_RATIO_SETTING,
+    FOREIGN_TABLES_SWITCH,
     MERGED_FILES_DEFAULT,
     MERGED_FILES_SETTING,
     SORT_ORDERING_SETTING,
@@ -24,6 +25,7 @@ TRINO_UNBUCKETABLE_TYPES = ("timestamp", "decimal", "char", "binary", "varchar("
 # Reason codes: stable, each documented in docs/checker.md (tests/test_docs.py).
 NOT_BUCKETED = "NOT_BUCKETED"
 HIVE_HASH = "HIVE_HASH_NOT_USED_BY_SPARK"
+FOREIGN_TABLE = "FOREIGN_TABLE_NOT_READ_BUCKETED"
 HIVE_V2_FLOAT_KEY = "HIVE_V2_FLOATING_POINT_KEY"
 SPARK_HASH_IN_TRINO = "SPARK_HASH_NOT_USED_BY_TRINO"
 TRINO_KEY_TYPE = "KEY_TYPE_NOT_BUCKETABLE_IN_TRINO"
@@ -52,6 +54,7 @@ UNKNOWN_BUCKETING = "UNKNOWN_BUCKETING"
 SESSION_KEYS = (
     "spark.sql.extensions",
     SWITCH,
+    FOREIGN_TABLES_SWITCH,
     SUPERSET_KEYS_SWITCH,
     CLONE_RATIO_SETTING,
     MERGED_FILES_SETTING,
@@ -91,6 +94,11 @@ class EngineSettings:
         if switch:
             return switch == "true"
         return EXTENSION_CLASS.lower() in self._get("spark.sql.extensions", "")
+
+    @property
+    def foreign_tables(self) -> bool:
+        """The extension reads declared-bucketed Hive tables this package did not write bucketed."""
+        return self.extension and self._get(FOREIGN_TABLES_SWITCH, "false") == "true"
 
     @property
     def ansi(self) -> bool:
@@ -151,15 +159,18 @@ def usable_spec(
     spec: BucketSpec | None, key_types: list[str | None], settings: EngineSettings, built_by_package: bool = False
 ) -> tuple[bool, list[str]]:
     """Does the engine read a table with this declared spec as bucketed?
-    Spark reads a Hive-hash table bucketed only through the extension, and
-    only a table this package built (its files carry Spark's bucket names);
+    Spark reads a Hive-hash table bucketed only through the extension: a
+    table this package built (its files carry Spark's bucket names), or with
+    foreign tables on, any other (taken to carry names Hive and Trino read);
     a Hive v2 one not on a float or double column (v2 hashes -0.0 and 0.0
     apart, which Spark's joins take as one key)."""
     if spec is None:
         return False, [NOT_BUCKETED]
     if settings.engine == "spark":
-        if spec.hash != "spark" and not (settings.extension and built_by_package):
+        if spec.hash != "spark" and not settings.extension:
             return False, [HIVE_HASH]
+        if spec.hash != "spark" and not (built_by_package or settings.foreign_tables):
+            return False, [FOREIGN_TABLE]
         if spec.family == "hive v2" and any(t and t.lower() in ("float", "real", "double") for t in key_types):
             return False, [HIVE_V2_FLOAT_KEY]
         if not settings.bucketing_enabled:

@@ -192,8 +192,8 @@ def _judge(info: RelationInfo, filters: list[exp.Expression], settings: EngineSe
         reasons = [E.EVOLVING_TABLE]
     elif usable:
         selected, reasons = _spark_selected(touching, columns, key_types, spec.buckets)
-        if settings.extension and info.built_by_package:
-            # The extension prunes every family; on Spark's hash Spark's own choice stands too (both are kept).
+        if settings.extension and (info.built_by_package or (settings.foreign_tables and spec.hash == "hive")):
+            # Read by the extension, which prunes every family; on Spark's hash Spark's own choice stands too.
             by_extension, why = extension_selected(touching, spec, key_types)
             selected = _and(by_extension, selected if spec.hash == "spark" else ALL)
             reasons = why if selected is ALL else []
@@ -319,6 +319,8 @@ def _suggestions(info: RelationInfo, columns: list[str], col_type: str | None, r
         FLOAT_KEY: f"{col} is a floating-point column, which the extension does not prune by (= takes -0.0 and "
         "0.0 as one value where a hash may not)",
         E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
+        E.FOREIGN_TABLE: f"{rel} was not built by this package: SET spark_bucketing.extension.foreignTables=true "
+        "to read it bucketed, pruned by Hive's hash",
         E.HIVE_V2_FLOAT_KEY: f"{rel} is bucketed by Hive's v2 hash on a floating-point column, which the extension "
         "reads unbucketed",
         E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: backfill to converge",

@@ -18,8 +18,11 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
         for r in side.reasons:
             text = {
                 E.HIVE_HASH: f"{rel} uses Hive's hash, which stock Spark never reads as bucketed: enable the "
-                "session extension (spark-bucketing extension) if this package built it, or set bucket_hash='spark' "
-                "on its model if Spark is the reader that matters (Hive/Trino then read it unbucketed)",
+                "session extension (spark-bucketing extension; for a table this package did not build, with "
+                "spark_bucketing.extension.foreignTables=true), or set bucket_hash='spark' on its model if Spark is "
+                "the reader that matters (Hive/Trino then read it unbucketed)",
+                E.FOREIGN_TABLE: f"{rel} was not built by this package: SET spark_bucketing.extension.foreignTables"
+                "=true to read it bucketed (each row checked against its file's bucket as it is read)",
                 E.HASH_DIFFERS: "the two sides place rows by different hashes (Hive's v1 or v2, or Spark's): build "
                 "both with the same bucket_hash and bucketing_version",
                 E.HIVE_V2_FLOAT_KEY: f"{rel} is bucketed by Hive's v2 hash on a floating-point column, which puts -0.0 "

@@ -82,8 +82,21 @@ def plan_nodes(root: Node) -> list[PlanNode]:
 
 
 def scans(root: Node) -> list[tuple[str, tuple[int, int] | None]]:
-    """Per file scan in plan order: the table, and (buckets read, buckets) when bucketed."""
-    return [(t, selected_buckets(n)) for n in root.walk() if (t := scan_table(n))]
+    """Per file scan in plan order: the table, and (buckets read, buckets)
+    when bucketed (a foreign table's from the extension's node above its scan)."""
+    found: list[tuple[str, tuple[int, int] | None]] = []
+
+    def visit(node: Node) -> None:
+        if node.name == "ForeignBucketedScan":
+            found.extend((t, selected_buckets(node)) for c in node.children if (t := scan_table(c)))
+            return
+        if t := scan_table(node):
+            found.append((t, selected_buckets(node)))
+        for c in node.children:
+            visit(c)
+
+    visit(root)
+    return found
 
 
 def session_values(client, keys) -> dict[str, str]:

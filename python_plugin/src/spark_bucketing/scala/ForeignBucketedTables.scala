@@ -45,17 +45,14 @@ object ForeignTables {
 }
 
 /** The bucket id in a file's name, as Hive (Utilities.getBucketIdFromFile)
- *  and Trino (HiveBucketing's patterns) read it: the leading number of
+ *  and Trino (HiveBucketing's pattern) read it: the leading number of
  *  `000003_0`, `000003_0_copy_1`, Trino's `000003_0_<query>_<uuid>` and
- *  Spark's Hive-style `00003_0_part-..._00003.c000.parquet`, or legacy
- *  Presto's `..._bucket-00003`. */
+ *  Spark's Hive-style `00003_0_part-..._00003.c000.parquet`. */
 object ForeignBucketFiles {
-  private val HiveName = """^(0\d+)_\d+.*""".r
-  private val LegacyPresto = """^\d{8}_\d{6}_\d{5}_[a-z0-9]{5}_bucket-(\d+)(?:[-_.].*)?$""".r
+  private val HiveName = Contracts.HiveBucketFileName.r
 
   def bucketOf(name: String): Option[Int] = name match {
     case HiveName(id) => scala.util.Try(id.toInt).toOption
-    case LegacyPresto(id) => scala.util.Try(id.toInt).toOption
     case _ => None
   }
 }

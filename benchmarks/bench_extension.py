@@ -40,6 +40,23 @@ both sorted). Broadcast off:
 
 (--unsorted: neither table sorted, so every side sorts both.)
 
+With --lookup: a point lookup (`k = <a key>`, its rows into a table) on a
+Hive-hash table of 8,000,000 rows in 64 buckets built by the package:
+pruned by the extension (one bucket's file read) against the extension
+off (stock Spark reads a Hive-hash table unbucketed: every file):
+
+    .venv/bin/python benchmarks/bench_extension.py --lookup [--rows 8000000]
+
+With --foreign: a Hive table of 8,000,000 rows in 16 buckets written by
+stock Spark's Hive insert (Hive's hash, Hive-style names, a file per bucket
+per task: the package did not write it) joined on k with a package
+Hive-hash table of 4,000,000 rows in 16 buckets: read bucketed with
+spark_bucketing.extension.foreignTables (each row verified, and trusted),
+against the extension with that setting off (the foreign side shuffled)
+and stock Spark (both shuffled). Broadcast off:
+
+    .venv/bin/python benchmarks/bench_extension.py --foreign [--rows 8000000]
+
 Prints the figures docs/benchmarks.md reports.
 """
 
@@ -102,6 +119,27 @@ MERGED_SIDES = {
     ),
     "extension off": ("join_merged_stock", "big_sorted", "half_sorted", {"pre_hook": OFF}),
 }
+LOOKUP = "select * from {{{{ ref('{t}') }}}} where k = {key}"
+LOOKUP_SIDES = {
+    "pruned (extension on)": ("lookup_pruned", {}),
+    "every file (extension off)": ("lookup_stock", {"pre_hook": OFF}),
+}
+FOREIGN_ON = "SET " + contracts.FOREIGN_TABLES_SWITCH + "=true"
+FOREIGN_JOIN = """
+select a.k, count(*) as n, sum(a.w * b.w) as s
+from {{{{ target.schema }}}}.foreign_hive a join {{{{ ref('{b}') }}}} b on a.k = b.k
+group by a.k
+"""
+FOREIGN_SIDES = {
+    "foreign tables on, verified": ("join_foreign_verified", {"pre_hook": FOREIGN_ON}),
+    "foreign tables on, trusted": (
+        "join_foreign_trusted",
+        {"pre_hook": [FOREIGN_ON, "SET " + contracts.FOREIGN_TABLES_VERIFY + "=false"]},
+    ),
+    "extension on, foreign tables off": ("join_foreign_off", {}),
+    "stock Spark (extension off)": ("join_foreign_stock", {"pre_hook": OFF}),
+}
+SELECTED_BUCKETS = re.compile(r"SelectedBucketsCount: (\d+) out of (\d+)")
 EXCHANGE_LINE = re.compile(r"^[\s:+-]*(\*\(\d+\) )?Exchange\b", re.M)
 # The event log's plan is EXPLAIN FORMATTED: "+- * Sort (4)".
 SORT_LINE = re.compile(r"^[\s:+-]*(\* )?Sort \(\d+\)", re.M)
@@ -114,6 +152,8 @@ def main() -> int:
     )
     parser.add_argument("--sorted", action="store_true", help="the sorted join, Sort skipped against Sort kept")
     parser.add_argument("--cloned", action="store_true", help="64 buckets joined with 4 or 8: cloned vs shuffled")
+    parser.add_argument("--lookup", action="store_true", help="a point lookup on 64 Hive-hash buckets: pruned or not")
+    parser.add_argument("--foreign", action="store_true", help="a join of a foreign Hive table with a package table")
     parser.add_argument("--small-buckets", type=int, default=4, help="--cloned: the smaller table's buckets")
     parser.add_argument("--unsorted", action="store_true", help="--cloned: tables not sorted by k")
     parser.add_argument("--partitions", type=int, default=1, help="--sorted: each table's partitions")
@@ -124,13 +164,17 @@ def main() -> int:
     counted = project_with_events(
         (args.base or Path(tempfile.mkdtemp(prefix="sb-bench-extension-"))) / "extension",
         **extension.spark_settings(extension.build_jar()),
-        **{"spark.sql.autoBroadcastJoinThreshold": "-1" if args.sorted or args.cloned else "10485760"},
+        **{"spark.sql.autoBroadcastJoinThreshold": "-1" if args.sorted or args.cloned or args.foreign else "10485760"},
     )
     keys = args.rows // 4
     if args.sorted:
         return sorted_join(counted, args.rows, keys, args.buckets, args.partitions)
     if args.cloned:
         return cloned_join(counted, args.rows, keys, args.small_buckets, not args.unsorted)
+    if args.lookup:
+        return lookup(counted, args.rows, keys)
+    if args.foreign:
+        return foreign_join(counted, args.rows, keys, args.buckets)
     # name: (family, rows, seed, buckets); halfb_hive holds half_hive's rows in half the buckets.
     tables = {
         f"{name}_{family}": (family, rows, seed, args.buckets)
@@ -192,6 +236,77 @@ def cloned_join(counted: Counted, rows: int, keys: int, small_buckets: int, sort
     )
     print_model_times(best, "stock (extension off)", "vs stock")
     return 0
+
+
+def lookup(counted: Counted, rows: int, keys: int) -> int:
+    project = counted.project
+    project.write_model(
+        "lookup_64",
+        TABLE.format(rows=rows, keys=keys, seed=1),
+        {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 64, "bucket_hash": "hive"},
+    )
+    for model, hooks in LOOKUP_SIDES.values():
+        project.write_model(model, LOOKUP.format(t="lookup_64", key=keys // 3), {"materialized": "table", **hooks})
+    project.dbt("run", "--select", "lookup_64")
+    sides = {side: scan_runner(counted, model) for side, (model, _) in LOOKUP_SIDES.items()}
+    best = best_alternating(sides, "model")
+    same_rows(project, [model for model, _ in LOOKUP_SIDES.values()], "k, v, w")
+    print(f"\nPoint lookup k = {keys // 3} on {rows:,} rows, {keys:,} keys, 64 buckets, Hive hash (v1), Parquet")
+    print("model s: dbt's time for the model (a table of the lookup's rows); wall s: the whole `dbt run` process")
+    print(f"{'side':<28} {'model s':>8} {'wall s':>7} {'buckets read':>13}")
+    for side, r in best.items():
+        print(f"{side:<28} {r['model']:>8.2f} {r['s']:>7.1f} {r['buckets']:>13}")
+    return 0
+
+
+def foreign_join(counted: Counted, rows: int, keys: int, buckets: int) -> int:
+    """The foreign table is written by stock Spark's Hive insert in a pre-hook of a setup model (untimed)."""
+    project = counted.project
+    create = (
+        "create table {{ target.schema }}.foreign_hive (k int, v bigint, w double)"
+        f" clustered by (k) into {buckets} buckets stored as parquet"
+    )
+    insert = "insert into {{ target.schema }}.foreign_hive " + TABLE.format(rows=rows, keys=keys, seed=1)
+    drop = "drop table if exists {{ target.schema }}.foreign_hive"
+    project.write_model(
+        "foreign_setup", "select 1 as done", {"materialized": "view", "pre_hook": [drop, create, insert]}
+    )
+    project.write_model(
+        "half_package",
+        TABLE.format(rows=rows // 2, keys=keys, seed=2),
+        {"materialized": "bucketed_table", "clustered_by": "k", "buckets": buckets, "bucket_hash": "hive"},
+    )
+    for model, hooks in FOREIGN_SIDES.values():
+        project.write_model(model, FOREIGN_JOIN.format(b="half_package"), {"materialized": "table", **hooks})
+    project.dbt("run", "--select", "foreign_setup", "half_package")
+    best = best_alternating({side: runner(counted, model) for side, (model, _) in FOREIGN_SIDES.items()}, "model")
+    same_rows(project, [model for model, _ in FOREIGN_SIDES.values()], "k, n, s")
+    print(
+        f"\nJoin + aggregation on k: a foreign Hive table ({rows:,} rows, stock Spark's Hive insert) x a package"
+        f" table ({rows // 2:,} rows), {buckets} buckets each, Hive hash, {keys:,} keys"
+    )
+    print_model_times(best, "stock Spark (extension off)", "vs stock")
+    return 0
+
+
+def scan_runner(counted: Counted, model: str):
+    def run():
+        before = set(counted.events.iterdir())
+        result = counted.run("--select", model)
+        result["buckets"] = scan_buckets(set(counted.events.iterdir()) - before)
+        return result
+
+    return run
+
+
+def scan_buckets(event_logs: set[Path]) -> str:
+    """The buckets the run's scan selected ("1 of 64"), or "every file" for an unbucketed scan."""
+    for log in event_log_files(event_logs):
+        for line in log.read_text(errors="replace").splitlines():
+            if 'SparkListenerSQLExecutionStart"' in line and "FileScan" in line:
+                m = SELECTED_BUCKETS.search(json.loads(line).get("physicalPlanDescription", ""))
+                return f"{m.group(1)} of {m.group(2)}" if m else "every file"
+    return "?"
 
 
 def table_models(keys: int, tables: dict[str, tuple[int, int, dict]]) -> dict[str, tuple[str, dict]]:

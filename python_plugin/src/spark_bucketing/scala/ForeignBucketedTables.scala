@@ -79,7 +79,7 @@ case class ForeignBucketedScanExec(child: FileSourceScanExec, table: String, spe
 
   override protected def doExecute(): RDD[InternalRow] = child.inputRDD match {
     case files: FileScanRDD =>
-      val byBucket = files.filePartitions.flatMap(_.files).groupBy(f => ForeignBucketFiles.bucketOf(f.toPath.getName).get)
+      val byBucket = files.filePartitions.flatMap(_.files).groupBy(f => ForeignBucketedScanExec.bucketOf(f, spec.numBuckets, table))
       val kept = byBucket.filter { case (b, _) => selected.forall(_.get(b)) }
       val partitions = (0 until tasks).map { i =>
         FilePartition(i, kept.toSeq.filter(_._1 % tasks == i).sortBy(_._1).flatMap(_._2).toArray)
@@ -92,6 +92,14 @@ case class ForeignBucketedScanExec(child: FileSourceScanExec, table: String, spe
 
   override protected def withNewChildInternal(newChild: SparkPlan): ForeignBucketedScanExec =
     copy(child = newChild.asInstanceOf[FileSourceScanExec])
+}
+
+object ForeignBucketedScanExec {
+  /** A file's bucket id; a file listed after planning whose name gives none below `buckets` fails the query. */
+  def bucketOf(f: PartitionedFile, buckets: Int, table: String): Int =
+    ForeignBucketFiles.bucketOf(f.toPath.getName).filter(_ < buckets).getOrElse(throw new SparkException(
+      s"spark_bucketing: file ${f.toPath} of table $table carries no bucket id below $buckets in its name, and the " +
+        s"query reads the table bucketed: REFRESH TABLE $table and run it again, or SET ${Contracts.ForeignTablesSwitch}=false"))
 }
 
 /** Reads `partitions` (FilePartitions grouped by bucket) with `files`' reader,
@@ -112,7 +120,7 @@ class ForeignBucketsRDD(files: FileScanRDD, partitions: Seq[FilePartition], colu
     part.files.iterator.flatMap { f =>
       val read = files.compute(FilePartition(part.index, Array(f)), context).asInstanceOf[Iterator[AnyRef]]
       val rows = if (columnar) read.flatMap(_.asInstanceOf[ColumnarBatch].rowIterator().asScala) else read.map(_.asInstanceOf[InternalRow])
-      val bucket = ForeignBucketFiles.bucketOf(f.toPath.getName).get
+      val bucket = ForeignBucketedScanExec.bucketOf(f, Int.MaxValue, table)
       val unsafe = rows.map(toRow)
       check match {
         case None => unsafe

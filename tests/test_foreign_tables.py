@@ -173,6 +173,19 @@ def test_joins_of_foreign_and_package_tables(spark, tables, case):
         assert rows(spark, sql) == reference_rows(spark, sql)
 
 
+def test_a_foreign_side_is_cloned_past_the_coalescing_ratio(spark, tables):
+    """With coalescing held to a ratio of 1, a foreign table of 4 buckets joined
+    with a package table of 8 is read once per bucket of the larger (cloned)."""
+    schema, _ = tables
+    sql = f"select a.v, b.v from {schema}.pk8 a join {schema}.f_orc b on a.k = b.k"
+    ratio = {"spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio": "1"}
+    with session_settings(spark, ratio):
+        plan = _plan(spark, sql, foreign=True)
+        assert plans.exchanges(plan) == 0 and "ClonedBuckets 8" in plan, plan
+        with extension_on(spark), session_settings(spark, FOREIGN_ON):
+            assert rows(spark, sql) == reference_rows(spark, sql)
+
+
 def test_a_foreign_lookup_reads_the_buckets_of_its_values(spark, tables):
     schema, _ = tables
     sql = f"select v from {schema}.f_spark where k in (7, -3) or k is null"

@@ -83,10 +83,9 @@ def _boxes(e: exp.Expression, columns: list[str], types: list[str], reasons: lis
     position = _position(e, columns)
     if position is not None and types[position] == "boolean":  # `where flag`
         return [{position: frozenset([True])}]
-    if isinstance(e, exp.Not) and _position(e.this.unnest(), columns) is not None:
-        i = _position(e.this.unnest(), columns)
-        if types[i] == "boolean":
-            return [{i: frozenset([False])}]
+    negated = _position(e.this.unnest(), columns) if isinstance(e, exp.Not) else None
+    if negated is not None and types[negated] == "boolean":  # `where not flag`
+        return [{negated: frozenset([False])}]
     if isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
         i = _compared(e.this, columns, None, reasons)
         return ANYTHING if i is None else [{i: frozenset([None])}]

@@ -8,6 +8,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.datasources.{FileSourceStrategy, HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.types.{DoubleType, FloatType}
+import org.apache.spark.util.collection.BitSet
 
 /** Enabled with spark.sql.extensions=sparkbucketing.BucketingExtensions (and
  *  the jar on the classpath); switched off per session with
@@ -76,9 +77,8 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
       (for {
         spec <- table.bucketSpec
         version <- hiveHashVersion(table, spec)
-        selected = BucketPruning.selected(filters, relation.output, spec, BucketIds.of("hive", version, spec.numBuckets),
-          session.sessionState.conf.resolver)
-      } yield ForeignTables.planned(session, FileSourceStrategy(plan), table, spec, version, selected)).getOrElse(Nil)
+      } yield ForeignTables.planned(session, FileSourceStrategy(plan), table, spec, version,
+        selectedBuckets(filters, relation, spec, "hive", version))).getOrElse(Nil)
     case _ => Nil
   }
 
@@ -100,8 +100,7 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
      *  a Hive-hash one stating its placement. Spark's own choice, made by its own hash, stands for a
      *  Spark-hash scan only: on a Hive-hash table it would pick the wrong buckets. */
     def pruned(planned: Seq[SparkPlan], spec: BucketSpec, hash: String, hiveVersion: Int): Seq[SparkPlan] = {
-      val selected = BucketPruning.selected(filters, relation.output, spec, BucketIds.of(hash, hiveVersion, spec.numBuckets),
-        session.sessionState.conf.resolver)
+      val selected = selectedBuckets(filters, relation, spec, hash, hiveVersion)
       planned.map(_.transformUp {
         case s: FileSourceScanExec if s.bucketedScan && hash == "spark" =>
           s.copy(optionalBucketSet = BucketPruning.both(s.optionalBucketSet, selected))
@@ -109,6 +108,12 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
       })
     }
   }
+
+  /** The buckets the filters of a scan of `relation` can find rows in, hashed by the family of `spec` (BucketPruning). */
+  private def selectedBuckets(filters: Seq[Expression], relation: LogicalRelation, spec: BucketSpec, hash: String,
+      hiveVersion: Int): Option[BitSet] =
+    BucketPruning.selected(filters, relation.output, spec, BucketIds.of(hash, hiveVersion, spec.numBuckets),
+      session.sessionState.conf.resolver)
 
   /** The version of Hive's hash a Hive table's buckets (or its partitions')
    *  were written with, by its `bucketing_version` (absent: 1, as Hive and

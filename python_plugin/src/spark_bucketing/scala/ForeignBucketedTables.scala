@@ -1,7 +1,5 @@
 package sparkbucketing
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.spark.{Partition, SparkException, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
@@ -11,7 +9,6 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Exp
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{ColumnarToRowTransition, FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.datasources.{FilePartition, FileScanRDD, PartitionedFile}
-import org.apache.spark.sql.vectorized.ColumnarBatch
 import org.apache.spark.util.collection.BitSet
 
 /** Hive tables this package did not write (Hive, Trino, stock Spark's Hive
@@ -79,11 +76,9 @@ case class ForeignBucketedScanExec(child: FileSourceScanExec, table: String, spe
 
   override protected def doExecute(): RDD[InternalRow] = child.inputRDD match {
     case files: FileScanRDD =>
-      val byBucket = files.filePartitions.flatMap(_.files).groupBy(f => ForeignBucketedScanExec.bucketOf(f, spec.numBuckets, table))
-      val kept = byBucket.filter { case (b, _) => selected.forall(_.get(b)) }
-      val partitions = (0 until tasks).map { i =>
-        FilePartition(i, kept.toSeq.filter(_._1 % tasks == i).sortBy(_._1).flatMap(_._2).toArray)
-      }
+      val kept = files.filePartitions.flatMap(_.files).map(f => (ForeignBucketedScanExec.bucketOf(f, spec.numBuckets, table), f))
+        .filter { case (b, _) => selected.forall(_.get(b)) }
+      val partitions = (0 until tasks).map(i => BucketFiles(i, kept.filter(_._1 % tasks == i).sortBy(_._1)))
       val bucketId = if (verify) Some(BindReferences.bindReference(
         new HiveHashPartitioning(keys, spec.numBuckets, version = version).partitionIdExpression, output)) else None
       new ForeignBucketsRDD(files, partitions, child.supportsColumnar, output, bucketId, table, keys)
@@ -102,26 +97,28 @@ object ForeignBucketedScanExec {
         s"query reads the table bucketed: REFRESH TABLE $table and run it again, or SET ${Contracts.ForeignTablesSwitch}=false"))
 }
 
-/** Reads `partitions` (FilePartitions grouped by bucket) with `files`' reader,
- *  file by file; with `bucketId`, checks each row's bucket against its file's. */
-class ForeignBucketsRDD(files: FileScanRDD, partitions: Seq[FilePartition], columnar: Boolean, output: Seq[Attribute],
+/** Task `index`'s files, each with its bucket id. */
+case class BucketFiles(index: Int, files: Seq[(Int, PartitionedFile)]) extends Partition
+
+/** Reads `partitions` with `files`' reader, file by file; with `bucketId`,
+ *  checks each row's bucket against its file's. */
+class ForeignBucketsRDD(files: FileScanRDD, partitions: Seq[BucketFiles], columnar: Boolean, output: Seq[Attribute],
     bucketId: Option[Expression], table: String, keys: Seq[Attribute])
     extends RDD[InternalRow](files.context, Nil) {
 
   override protected def getPartitions: Array[Partition] = partitions.toArray
 
-  override protected def getPreferredLocations(split: Partition): Seq[String] =
-    split.asInstanceOf[FilePartition].preferredLocations().toSeq
+  override protected def getPreferredLocations(split: Partition): Seq[String] = {
+    val part = split.asInstanceOf[BucketFiles]
+    FilePartition(part.index, part.files.map(_._2).toArray).preferredLocations().toSeq
+  }
 
   override def compute(split: Partition, context: TaskContext): Iterator[InternalRow] = {
-    val part = split.asInstanceOf[FilePartition]
+    val part = split.asInstanceOf[BucketFiles]
     val toRow = UnsafeProjection.create(output, output)
     val check = bucketId.map(e => (UnsafeProjection.create(Seq(e)), UnsafeProjection.create(keys, output)))
-    part.files.iterator.flatMap { f =>
-      val read = files.compute(FilePartition(part.index, Array(f)), context).asInstanceOf[Iterator[AnyRef]]
-      val rows = if (columnar) read.flatMap(_.asInstanceOf[ColumnarBatch].rowIterator().asScala) else read.map(_.asInstanceOf[InternalRow])
-      val bucket = ForeignBucketedScanExec.bucketOf(f, Int.MaxValue, table)
-      val unsafe = rows.map(toRow)
+    part.files.iterator.flatMap { case (bucket, f) =>
+      val unsafe = FileRows.of(files, part.index, f, columnar, context).map(toRow)
       check match {
         case None => unsafe
         case Some((id, key)) => unsafe.map { row =>

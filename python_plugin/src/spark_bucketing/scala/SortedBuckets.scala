@@ -1,7 +1,5 @@
 package sparkbucketing
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.spark.{OneToOneDependency, Partition, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
@@ -12,7 +10,6 @@ import org.apache.spark.sql.catalyst.plans.physical._
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarToRowTransition, FileSourceScanExec, FilterExec, ProjectExec, SparkPlan}
 import org.apache.spark.sql.execution.datasources.{BucketingUtils, FilePartition, FileScanRDD}
-import org.apache.spark.sql.vectorized.ColumnarBatch
 
 /** A bucketed scan of a package table declared `sorted_by` returns each
  *  bucket's rows in that order: the package writes each bucket of a
@@ -149,9 +146,7 @@ class MergedFilesRDD(files: FileScanRDD, columnar: Boolean, output: Seq[Attribut
   override def compute(split: Partition, context: TaskContext): Iterator[InternalRow] = {
     val bucket = split.asInstanceOf[FilePartition]
     val runs = bucket.files.toSeq.map { f =>
-      val read = files.compute(FilePartition(bucket.index, Array(f)), context).asInstanceOf[Iterator[AnyRef]]
-      val rows = if (columnar) read.flatMap(_.asInstanceOf[ColumnarBatch].rowIterator().asScala) else read.map(_.asInstanceOf[InternalRow])
-      new MergedFilesRDD.Run(rows, UnsafeProjection.create(output, output))
+      new MergedFilesRDD.Run(FileRows.of(files, bucket.index, f, columnar, context), UnsafeProjection.create(output, output))
     }
     new MergedFilesRDD.Merge(runs, GenerateOrdering.generate(ordering, output))
   }

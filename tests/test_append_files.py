@@ -13,7 +13,7 @@ import json
 import pytest
 
 from harness.dbt_project import failure_text, node_messages
-from harness.spark import extension_on
+from harness.spark import extension_on, table_location
 
 SQL = """
 select cast(id as int) as k, concat('{tag}-', id) as v, date_add(date'2024-01-01', cast(id % {days} as int)) as day
@@ -226,4 +226,86 @@ def test_an_append_after_a_switch_that_died_rewrites_the_partition(spark, dbt_pr
             for t, r in (("a", range(0, 40)), ("b", range(40, 80)), ("c", range(80, 120)))
             for k in r
         )
+        _layout_ok(dbt_project, name)
+
+
+def _writes(statements: list[str]) -> int:
+    """The statements that write rows: the extension's folder writes (a staging write included)."""
+    bodies = (" ".join(s.split("*/", 1)[-1].split()).lower() for s in statements)
+    return sum(body.startswith("spark_bucketing write folder") for body in bodies)
+
+
+def test_an_append_that_adds_files_writes_its_rows_once(spark, dbt_project):
+    """An append whose partitions each take the new files beside their own,
+    or are new, writes the model's rows once, as the table's buckets: the
+    files added to day 1 and day 2's new partition come from one write. The
+    new partition takes later appends' files too, and compacts."""
+    name = "adds_once"
+    table = f"{dbt_project.schema}.{name}"
+    with extension_on(spark):
+        _write(dbt_project, name, "hive", "a", 0, 40)
+        dbt_project.run(name)
+        statements: list[str] = []
+        _write(dbt_project, name, "hive", "b", 40, 120, days=2)  # day 1 takes files; day 2 is new
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+        assert _writes(statements) == 1
+        expected = sorted(
+            [(k, f"a-{k}", "2024-01-01") for k in range(0, 40)]
+            + [(k, f"b-{k}", f"2024-01-0{1 + k % 2}") for k in range(40, 120)]
+        )
+        assert _rows(spark, table) == expected
+        # Hive's hash of an int is the int: day 1's new keys (even) fall in buckets 0 and 2, day 2's in 1 and 3.
+        day1, day2 = _record(spark, table), _record(spark, table, "day=2024-01-02")
+        assert (day1["files"], day1["rows"], day1["appended"]) == (6, 80, 1)
+        assert len(_folder_files(spark, table)) == 6
+        assert (day2["files"], day2["rows"], day2.get("appended", 0)) == (2, 40, 0)
+        _layout_ok(dbt_project, name)
+
+        statements.clear()
+        _write(dbt_project, name, "hive", "c", 120, 160, days=2)
+        runs = table_location(spark, table) / "_bucketing"
+        folders = sorted(runs.iterdir())
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+        assert _writes(statements) == 1
+        # Every file moved into its partition's folder: the run's folder is gone.
+        assert sorted(runs.iterdir()) == folders
+        expected = sorted(expected + [(k, f"c-{k}", f"2024-01-0{1 + k % 2}") for k in range(120, 160)])
+        assert _rows(spark, table) == expected
+        day2_after = _record(spark, table, "day=2024-01-02")
+        assert day2_after["location"] == day2["location"] and day2_after["appended"] == 1
+        _layout_ok(dbt_project, name)
+
+        dbt_project.run(name, extra=("--vars", "{spark_bucketing_compact: true}"))
+        assert _rows(spark, table) == expected
+        assert [_record(spark, table, f"day=2024-01-0{d}")["files"] for d in (1, 2)] == [4, 2]
+        _layout_ok(dbt_project, name)
+
+
+def test_an_append_past_the_limit_in_one_partition_rewrites_only_that_one(spark, dbt_project):
+    """Day 1 is at its limit, day 2 has room: the model's rows, written once
+    as buckets, are the staged rows of a second write that rewrites day 1
+    with its old rows and adds day 2's new files."""
+    name = "adds_mixed"
+    table = f"{dbt_project.schema}.{name}"
+    with extension_on(spark):
+        _write(dbt_project, name, "spark", "a", 0, 80, days=2, max_files=2)
+        dbt_project.run(name)
+        _write(dbt_project, name, "spark", "b", 80, 120, days=1, max_files=2)  # day 1: 2 files a bucket now
+        dbt_project.run(name)
+        day2 = _record(spark, table, "day=2024-01-02")
+        statements: list[str] = []
+        _write(dbt_project, name, "spark", "c", 120, 160, days=2, max_files=2)
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+        assert _writes(statements) == 2
+        expected = sorted(
+            [(k, f"a-{k}", f"2024-01-0{1 + k % 2}") for k in range(0, 80)]
+            + [(k, f"b-{k}", "2024-01-01") for k in range(80, 120)]
+            + [(k, f"c-{k}", f"2024-01-0{1 + k % 2}") for k in range(120, 160)]
+        )
+        assert _rows(spark, table) == expected
+        day1 = _record(spark, table)
+        assert (day1["files"], day1["rows"], day1.get("appended", 0)) == (4, 100, 0)
+        day2_after = _record(spark, table, "day=2024-01-02")
+        assert (day2_after["files"], day2_after["rows"], day2_after["appended"]) == (8, 60, 1)
+        assert day2_after["location"] == day2["location"]
         _layout_ok(dbt_project, name)

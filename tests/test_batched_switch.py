@@ -69,9 +69,11 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     assert recorded(after) == [f"2024-01-0{d}" for d in (2, 3, 4, 5)]
     assert not [s for s in statements if re.search(r"\) set location ", s)]
     assert not [s for s in statements if re.match(r"alter table \S+ (add partition|set tblproperties)", s)]
-    # The four replaced folders are deleted by one statement, not the scratch table's three.
-    (deleted,) = [s for s in statements if s.lower().startswith(contracts.DELETE_STATEMENT)]
-    assert len(json.loads(re.search(r"locations '(.*)'$", deleted, re.S).group(1))) == 4
+    # The four replaced folders are deleted by the statement that ends the commit, not the scratch table's three.
+    (ended,) = [s for s in statements if s.lower().startswith(contracts.CLEAN_STATEMENT)]
+    ending = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", ended, re.S).group(1)))
+    assert len(ending["delete"]) == 4 and ending["release_lock"]
+    assert not [s for s in statements if s.lower().startswith("drop view")]
     assert not [s for s in statements if "__dbt_scratch" in s]
     replaced = [local_path(loc) for day, loc in old_folders.items() if day[-2:] in ("02", "03", "04", "05")]
     assert len(replaced) == 4 and not [p for p in replaced if p.exists()]
@@ -405,7 +407,7 @@ def test_a_hive_v1_folder_write_writes_what_an_insert_into_the_hive_table_writes
         assert {hive_bucket[r[0]] for r in got} == {key[1]}, key
 
 
-def _statement_sql(statement: str, table: str, payload: list) -> str:
+def _statement_sql(statement: str, table: str, payload: list | dict) -> str:
     """One of the extension's statements, its JSON payload as an escaped SQL string."""
     return f"{statement} {table} locations {sql_string(json.dumps(payload))}"
 
@@ -443,7 +445,8 @@ def test_a_batch_that_fails_inside_the_metastore_moves_no_partition(spark, tmp_p
     # folder inside the table's, listed first, included).
     inside = local_path(before["day=a"])
     with extension_on(spark), pytest.raises(Exception, match="is not inside"):
-        spark.sql(_statement_sql(contracts.DELETE_STATEMENT, "batched.t", [before["day=a"], f"file:{fresh}"]))
+        ending = {"delete": [before["day=a"], f"file:{fresh}"]}
+        spark.sql(_statement_sql(contracts.CLEAN_STATEMENT, "batched.t", ending))
     assert inside.is_dir() and fresh.is_dir()
     # The column's name in any case; the partition now reads the new folder.
     assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [2, 10]

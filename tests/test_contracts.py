@@ -79,8 +79,6 @@ def test_extension_switch_agrees():
 def test_switch_statement_agrees():
     assert _scala_vals()["SwitchStatement"] == contracts.SWITCH_STATEMENT
     assert _macro_return_string("switch_statement") == contracts.SWITCH_STATEMENT
-    assert _scala_vals()["DeleteStatement"] == contracts.DELETE_STATEMENT
-    assert _macro_return_string("delete_statement") == contracts.DELETE_STATEMENT
     assert _scala_vals()["CleanStatement"] == contracts.CLEAN_STATEMENT
     assert _macro_return_string("clean_statement") == contracts.CLEAN_STATEMENT
     assert _scala_vals()["WriteFolderStatement"] == contracts.WRITE_FOLDER_STATEMENT

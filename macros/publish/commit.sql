@@ -100,8 +100,17 @@
       partition's own (plan.added: appends_in_place), 'conflict': why not,
       or none}, checked under the commit lock: each still listed and
       recorded (a commit of another run to one of them since this run read
-      the table is a conflict already: the plan reads old rows). -#}
+      the table is a conflict already: the plan reads old rows). A plan
+      whose rows were written before it knew the partitions
+      (written_append_plan) holds only the new rows of the others: each
+      must still be missing from the table, or its switch would drop the
+      partition's rows. -#}
   {%- set out = {'paths': [], 'conflict': none} -%}
+  {%- if plan.written -%}
+    {%- for s in stats if spark_bucketing.values_key(s['values'], spec.partition_by) not in plan.added and s.path in state.scope.catalog -%}
+      {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append writes as a new partition, was added to the table after this run planned"}) -%}
+    {%- endfor -%}
+  {%- endif -%}
   {%- for s in stats if spark_bucketing.values_key(s['values'], spec.partition_by) in plan.added -%}
     {%- if s.path not in state.scope.catalog or s.path not in state.meta.partitions -%}
       {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append adds files to, is no longer listed or recorded"}) -%}

@@ -27,7 +27,7 @@
       and footers, no Spark job); the replaced folders the switch does not
       report (emptied partitions) are listed by a query of their own. -#}
   {%- if written.folder is not none -%}
-    {%- set checked = spark_bucketing.verify_write(written, spec, location, rels) -%}
+    {%- set checked = plan.checked or spark_bucketing.verify_write(written, spec, location, rels) -%}
     {%- set listed = {} -%}
     {%- for s in checked.stats -%}{%- do listed.update({s.path: s['values']}) -%}{%- endfor -%}
     {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, listed) -%}
@@ -184,12 +184,11 @@
       session extension is active (extension_active). The write and its
       check run beside other runs; from the switch to the declared spec the
       run holds the table's commit lock, and plans on the table as the
-      runs before it left it (commit_state). Returns {'obsolete': the
-      folders inside the table's folder whose retention has ended
-      (retire_folders), for the caller to delete once everything is
-      published}. -#}
-  {%- set location = info.location.rstrip('/') ~ '/_bucketing/' ~ rels.run_id -%}
-  {%- set written = spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
+      runs before it left it (commit_state). Deletes what the run leaves
+      behind and releases the lock (finish_publish). -#}
+  {#- A plan may hold its rows written already (written_append_plan). -#}
+  {%- set location = plan.location or info.location.rstrip('/') ~ '/_bucketing/' ~ rels.run_id -%}
+  {%- set written = plan.written or spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
   {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- do spark_bucketing.acquire_commit_lock(rels) -%}
@@ -223,12 +222,29 @@
       if folder and spark_bucketing.is_under(folder, state.info.location) -%}
     {%- do replaced.append(folder) -%}
   {%- endfor -%}
-  {#- The folders an append's files were moved out of are empty. -#}
+  {#- The folders an append's files were moved out of are empty (and the
+      run's folder, where all of them were). -#}
+  {%- set moved_out = checked.stats | selectattr('path', 'in', state.added) | map(attribute='location') | list -%}
   {%- set due = spark_bucketing.retire_folders(rels, state.meta, replaced)
-      + (checked.stats | selectattr('path', 'in', state.added) | map(attribute='location') | list) -%}
-  {%- if extension -%}
-    {%- do spark_bucketing.delete_dead_runs_folders(rels.target, (state.meta.replaced.values() | map(attribute='folder') | list) + replaced) -%}
+      + ([location] if moved_out and moved_out | length == checked.stats | length else moved_out) -%}
+  {%- do spark_bucketing.finish_publish(rels, plan, due, extension, (state.meta.replaced.values() | map(attribute='folder') | list) + replaced) -%}
+{% endmacro %}
+
+{% macro finish_publish(rels, plan, due, extension, keep) %}
+  {#- The end of a partitions' publish: the folders `due` (retire_folders)
+      and the staged rows' folder (and side table) deleted, the commit lock
+      released. With the session extension one statement (end_commit) does
+      it all and deletes dead runs' folders (but those `keep` holds);
+      without, the lock is released first and the folders go through the
+      scratch table. -#}
+  {%- if plan.staged is not none -%}
+    {%- if plan.staged.relation is not none -%}{%- do adapter.drop_relation(plan.staged.relation) -%}{%- endif -%}
+    {%- set due = due + [plan.stage_location] -%}
   {%- endif -%}
-  {%- do spark_bucketing.release_commit_lock(rels) -%}
-  {{ return({'obsolete': due}) }}
+  {%- if extension -%}
+    {%- do spark_bucketing.end_commit(rels, keep, due) -%}
+  {%- else -%}
+    {%- do spark_bucketing.release_commit_lock(rels) -%}
+    {%- do spark_bucketing.delete_locations(due, rels.scratch) -%}
+  {%- endif -%}
 {% endmacro %}

@@ -24,37 +24,25 @@
   {%- do adapter.drop_relation(scratch_relation) -%}
 {% endmacro %}
 
-{% macro delete_statement() %}
-  {#- The extension's statement that deletes folders inside a table's folder;
-      tied to DeleteStatement in scala/Contracts.scala. -#}
-  {{ return('spark_bucketing delete folders') }}
-{% endmacro %}
-
-{% macro delete_table_folders(target, locations) %}
-  {#- Deletes folders inside `target`'s folder with the session extension's
-      one statement (it refuses the whole list, deleting nothing, when a
-      folder is outside the table's folder). -#}
-  {%- if not locations -%}{{ return(none) }}{%- endif -%}
-  {%- call statement('spark_bucketing_delete_folders') -%}
-    {{ spark_bucketing.delete_statement() }} {{ target }} locations {{ spark_bucketing.sql_string(tojson(locations)) }}
-  {%- endcall -%}
-{% endmacro %}
-
 {% macro clean_statement() %}
-  {#- The extension's statement that deletes dead runs' folders; tied to CleanStatement in scala/Contracts.scala. -#}
+  {#- The extension's statement that ends a commit (end_commit); tied to CleanStatement in scala/Contracts.scala. -#}
   {{ return('spark_bucketing clean folders') }}
 {% endmacro %}
 
-{% macro delete_dead_runs_folders(target, keep) %}
-  {#- Through the session extension, under the commit lock: deletes the
-      folders under the table's `_bucketing/` of runs that started more than
-      leftover_grace_period ago and that no partition points into, nor a
-      replaced folder kept for its retention (`keep`). One listing of
-      `_bucketing/`; the partitions are read only when such a folder is
-      there. -#}
+{% macro end_commit(rels, keep, delete) %}
+  {#- Through the session extension, in one statement, under the commit
+      lock: deletes the folders under the table's `_bucketing/` of runs that
+      started more than leftover_grace_period ago and that no partition
+      points into, nor a replaced folder kept for its retention (`keep`);
+      deletes the run's own folders in `delete` (it refuses the whole list,
+      deleting nothing, when a folder is outside the table's folder); then
+      releases the commit lock. One listing of `_bucketing/`; the
+      partitions are read only when a dead run's folder is there. -#}
+  {%- set entry = model.get('spark_bucketing_lock_entry') -%}
   {%- set payload = {'started_before': spark_bucketing.epoch_now() - spark_bucketing.leftover_grace_period(), 'keep': keep,
-                     'release_lock_on_failure': model.get('spark_bucketing_lock_entry')} -%}
-  {%- set deleted = run_query(spark_bucketing.clean_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) -%}
+                     'delete': delete, 'release_lock': entry, 'release_lock_on_failure': entry} -%}
+  {%- set deleted = run_query(spark_bucketing.clean_statement() ~ ' ' ~ rels.target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) -%}
+  {%- do spark_bucketing.forget_commit_lock(rels) -%}
   {%- for row in deleted -%}
     {%- do log("spark_bucketing: deleted " ~ row[0] ~ ", the folder of a run that did not finish", info=true) -%}
   {%- endfor -%}

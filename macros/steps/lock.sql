@@ -114,7 +114,13 @@
 {% endmacro %}
 
 {% macro release_commit_lock(rels) %}
-  {%- do spark_bucketing.drop_lock_entry(rels, rels.pop('lock_ticket')) -%}
+  {%- do spark_bucketing.drop_lock_entry(rels, rels.lock_ticket) -%}
+  {%- do spark_bucketing.forget_commit_lock(rels) -%}
+{% endmacro %}
+
+{% macro forget_commit_lock(rels) %}
+  {#- After a statement that released the lock (end_commit). -#}
+  {%- do rels.pop('lock_ticket') -%}
   {%- do model.pop('spark_bucketing_lock_entry', none) -%}
 {% endmacro %}
 

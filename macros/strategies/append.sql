@@ -17,11 +17,21 @@
     {%- endset -%}
     {{ return(spark_bucketing.strategy_plan(run, whole, content)) }}
   {%- endif -%}
+  {%- if spark_bucketing.may_add_files(run) -%}
+    {{ return(spark_bucketing.written_append_plan(rels, run)) }}
+  {%- endif -%}
   {#- The new rows are staged, so that their catalog entry (or folder) names
       the partitions they touch: a literal filter, and Spark reads only those
       partitions of the table. -#}
   {%- set staged = spark_bucketing.stage(rels, run, run.columns, true) -%}
-  {%- set in_place = spark_bucketing.appends_in_place(run, staged.partitions) -%}
+  {{ return(spark_bucketing.staged_append_plan(run, staged, {})) }}
+{% endmacro %}
+
+{% macro staged_append_plan(run, staged, in_place) %}
+  {#- The plan that writes the `staged` new rows with the old rows of the
+      partitions they touch, but for those that take the new rows' files
+      beside their own (`in_place`: appends_in_place). -#}
+  {%- set cols = spark_bucketing.quoted(run.columns.keys() | list) | join(', ') -%}
   {%- set rewritten = staged.partitions | reject('in', in_place.values() | list) | list -%}
   {%- set content -%}
     select {{ cols }} from {{ staged.source }}
@@ -31,8 +41,55 @@
     where {{ spark_bucketing.partition_match(run.spec.partition_by, rewritten) }}
     {%- endif %}
   {%- endset -%}
-  {{ return(spark_bucketing.strategy_plan(run, whole, content, staged=staged, replaced_partitions=run.incr.partitions,
+  {{ return(spark_bucketing.strategy_plan(run, false, content, staged=staged, replaced_partitions=run.incr.partitions,
       added=in_place.keys() | list)) }}
+{% endmacro %}
+
+{% macro written_append_plan(rels, run) %}
+  {#- An append that may add files (may_add_files): the model's rows are
+      written at once as the table's buckets, into the staging folder, whose
+      listing names the partitions they touch. Where each of them takes the
+      files beside its own (appends_in_place) or is not in the table yet,
+      that folder is what the run publishes: one write, as stock's append.
+      Else it is the staged rows of staged_append_plan, and the partitions
+      it cannot add to are rewritten with their old rows. -#}
+  {%- set location = spark_bucketing.stage_location(run) -%}
+  {%- set written = {'relation': none, 'folder': spark_bucketing.write_bucketed_folder(run.spec, run.columns, run.new_sql, location, false)} -%}
+  {#- The write's check lists the partitions too. -#}
+  {%- set checked = spark_bucketing.verify_write(written, run.spec, location, rels) -%}
+  {%- set staged = {'source': spark_bucketing.folder_source(written.folder), 'relation': none, 'folder': written.folder,
+                    'partitions': checked.stats | map(attribute='values') | list} -%}
+  {%- set in_place = spark_bucketing.appends_in_place(run, staged.partitions) -%}
+  {%- set others = staged.partitions | reject('in', in_place.values() | list) | list -%}
+  {%- if spark_bucketing.none_listed(run, others) -%}
+    {%- set plan = spark_bucketing.strategy_plan(run, false, none, replaced_partitions=run.incr.partitions, added=in_place.keys() | list) -%}
+    {%- do plan.update({'written': written, 'location': location, 'checked': checked}) -%}
+    {{ return(plan) }}
+  {%- endif -%}
+  {{ return(spark_bucketing.staged_append_plan(run, staged, in_place)) }}
+{% endmacro %}
+
+{% macro none_listed(run, partitions) %}
+  {#- Whether the table lists none of `partitions` (values): one SHOW
+      PARTITIONS, where there are any. -#}
+  {%- if not partitions -%}{{ return(true) }}{%- endif -%}
+  {%- set listed = [] -%}
+  {%- for values in spark_bucketing.catalog_partitions(run.existing).values() -%}
+    {%- do listed.append(spark_bucketing.values_key(values, run.spec.partition_by)) -%}
+  {%- endfor -%}
+  {%- for values in partitions if spark_bucketing.values_key(values, run.spec.partition_by) in listed -%}
+    {{ return(false) }}
+  {%- endfor -%}
+  {{ return(true) }}
+{% endmacro %}
+
+{% macro may_add_files(run) %}
+  {#- Whether an append may add files to the partitions it touches (their
+      records decide which: appends_in_place): max_files_per_bucket above 1,
+      the session extension (its switch moves the files in and records
+      them in one statement) and records in table properties. -#}
+  {{ return(run.spec.get('max_files_per_bucket', 1) >= 2 and run.extension and spark_bucketing.records_format(run.spec) == '1'
+      and run.meta.version != '2') }}
 {% endmacro %}
 
 {% macro appends_in_place(run, partitions) %}
@@ -48,7 +105,7 @@
       partition). The others are rewritten, one file per bucket again: the
       compaction past the limit. -#}
   {%- set limit = run.spec.get('max_files_per_bucket', 1) -%}
-  {%- if limit < 2 or not run.extension or spark_bucketing.records_format(run.spec) != '1' or run.meta.version == '2' or not partitions -%}
+  {%- if not spark_bucketing.may_add_files(run) or not partitions -%}
     {{ return({}) }}
   {%- endif -%}
   {%- set by_key = {} -%}

@@ -71,11 +71,15 @@
       leave them empty, a merge's row accounting, and whether `content`
       already holds each bucket's rows in one task, and the partitions
       (values_key) whose written files are `added` beside their own
-      (appends_in_place). -#}
+      (appends_in_place). 'written', 'location' and 'checked': the rows
+      written already (write_partitions' result), their folder and their
+      check (verify_write), where the strategy wrote them
+      (written_append_plan); then `content` is none. -#}
   {#- 'reads_old_rows': the rows are made from the partitions' old rows (a commit of another run to one of them since is a conflict). -#}
   {{ return({'content': content, 'whole': whole, 'staged': staged, 'stage_location': spark_bucketing.stage_location(run),
              'replaced_partitions': replaced_partitions, 'accounting': accounting, 'bucketed_rows': bucketed_rows,
-             'strategy': run.incr.strategy, 'reads_old_rows': run.incr.strategy in ('append', 'merge', 'microbatch'), 'added': added}) }}
+             'strategy': run.incr.strategy, 'reads_old_rows': run.incr.strategy in ('append', 'merge', 'microbatch'), 'added': added,
+             'written': none, 'location': none, 'checked': none}) }}
 {% endmacro %}
 
 {% macro stage(rels, run, columns, list_partitions) %}

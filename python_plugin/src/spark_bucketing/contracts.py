@@ -48,9 +48,8 @@ FOREIGN_TABLES_SWITCH = "spark_bucketing.extension.foreignTables"
 FOREIGN_TABLES_VERIFY = "spark_bucketing.extension.foreignTables.verify"
 #: The statement the extension adds: many partitions to new folders in one metastore call.
 SWITCH_STATEMENT = "spark_bucketing switch partitions"
-#: ... and deletes folders inside a table's folder in one statement.
-DELETE_STATEMENT = "spark_bucketing delete folders"
-#: The extension's statement that deletes dead runs' folders under a table's `_bucketing/` (CleanRunFolders).
+#: The extension's statement that ends a commit: dead runs' folders under a table's `_bucketing/`, the run's own
+#: unused folders, then the release of its commit lock (CleanRunFolders).
 CLEAN_STATEMENT = "spark_bucketing clean folders"
 #: ... writes a query's rows into a bucketed folder with no catalog entry, as an INSERT into a bucketed table would.
 WRITE_FOLDER_STATEMENT = "spark_bucketing write folder"

@@ -3,10 +3,11 @@ package sparkbucketing
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
-import org.apache.spark.sql.catalyst.catalog.{CatalogTablePartition, CatalogUtils}
+import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTablePartition, CatalogUtils}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
@@ -20,13 +21,17 @@ import org.apache.spark.sparkbucketing.SparkFileNames
  *  whose macros cannot catch it: the runs waiting for the lock go on at
  *  once instead of after commit_lock_expiry. */
 object CommitLock {
+  /** Drops the lock entry `name` (a view), as `DROP VIEW IF EXISTS` does. */
+  def release(session: SparkSession, name: String): Unit =
+    session.sessionState.catalog.dropTable(
+      session.sessionState.sqlParser.parseTableIdentifier(name), ignoreIfNotExists = true, purge = false)
+
   def releasedOnFailure[T](session: SparkSession, entry: Option[String])(body: => T): T =
     try body
     catch {
       case e: Throwable =>
         entry.foreach { name =>
-          try session.sessionState.catalog.dropTable(
-              session.sessionState.sqlParser.parseTableIdentifier(name), ignoreIfNotExists = true, purge = false)
+          try release(session, name)
           catch { case d: Throwable => e.addSuppressed(d) }
         }
         throw e
@@ -201,62 +206,70 @@ object AddedFiles {
   }
 }
 
-/** Deletes folders a table no longer uses, in one statement:
- *
- *    SPARK_BUCKETING DELETE FOLDERS <table> LOCATIONS '<json>'
- *
- *  where <json> is [folder, ...]. Each folder must lie inside the table's
- *  folder (the command refuses the whole list otherwise, before deleting
- *  any). Without the extension the package deletes them through a scratch
- *  managed table (create, add the folders as partitions, drop): three
- *  statements and as many metastore transactions. A folder already gone is
- *  no error. */
-case class DeleteFolders(table: TableIdentifier, folders: Seq[String]) extends LeafRunnableCommand {
-
-  override def run(session: SparkSession): Seq[Row] = {
-    val meta = session.sessionState.catalog.getTableMetadata(table)
-    val conf = session.sessionState.newHadoopConf()
-    val root = new Path(meta.location)
-    val rootName = root.getFileSystem(conf).makeQualified(root).toString.stripSuffix("/") + "/"
-    val paths = folders.map { f =>
-      val path = new Path(CatalogUtils.stringToURI(f))
-      val qualified = path.getFileSystem(conf).makeQualified(path)
-      if (!qualified.toString.startsWith(rootName)) {
-        throw new IllegalArgumentException(
-          s"${Contracts.DeleteStatement}: $f is not inside ${meta.identifier.quotedString}'s folder $root; nothing was deleted")
-      }
-      qualified
-    }
-    paths.foreach(p => p.getFileSystem(conf).delete(p, true))
-    Seq.empty
-  }
-}
-
-/** Deletes the folders that runs which died left under a table's
- *  `_bucketing/`, in one statement:
+/** The end of a run's commit, in one statement:
  *
  *    SPARK_BUCKETING CLEAN FOLDERS <table> LOCATIONS '<json>'
  *
- *  where <json> is {"started_before": epoch seconds, "keep": [folder, ...]}.
- *  A run's folder is `_bucketing/<run>` (and `<run>__new`, its staged rows),
- *  where <run> is `r<start, epoch seconds>_<12 hex>`. A folder of a run that
- *  started before `started_before` is deleted when no partition of the table
- *  points into it and no `keep` folder (a replaced folder still in its
- *  retention) lies in it. Lists `_bucketing/` once; reads the table's
- *  partitions only when such a folder is there. The caller holds the table's
- *  commit lock, so no switch points a partition into a folder meanwhile.
- *  Returns the deleted folders. */
-case class CleanRunFolders(table: TableIdentifier, startedBefore: Long, keep: Seq[String], lockEntry: Option[String])
+ *  where <json> is {"started_before": epoch seconds, "keep": [folder, ...],
+ *  "delete": [folder, ...], "release_lock": lock entry}, each optional.
+ *
+ *  - The folders that runs which died left under the table's `_bucketing/`.
+ *    A run's folder is `_bucketing/<run>` (and `<run>__new`, its staged
+ *    rows), where <run> is `r<start, epoch seconds>_<12 hex>`. A folder of
+ *    a run that started before `started_before` is deleted when no
+ *    partition of the table points into it and no `keep` folder (a
+ *    replaced folder still in its retention) lies in it. Lists `_bucketing/`
+ *    once; reads the table's partitions only when such a folder is there.
+ *    The caller holds the table's commit lock, so no switch points a
+ *    partition into a folder meanwhile.
+ *  - Then the `delete` folders: the run's own that no partition uses any
+ *    more. Each must lie inside the table's folder (the whole statement is
+ *    refused otherwise, before it deletes any folder). Without the
+ *    extension the package deletes them through a scratch managed table
+ *    (create, add the folders as partitions, drop): three statements and as
+ *    many metastore transactions. A folder already gone is no error.
+ *  - Then drops `release_lock`, the run's commit lock entry (a statement of
+ *    its own saved). A failure on the way drops it too
+ *    ("release_lock_on_failure").
+ *
+ *  Returns the dead runs' folders it deleted. */
+case class CleanRunFolders(
+    table: TableIdentifier,
+    startedBefore: Long,
+    keep: Seq[String],
+    lockEntry: Option[String],
+    delete: Seq[String] = Nil,
+    release: Option[String] = None)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(AttributeReference("deleted", StringType)())
 
-  override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry)(clean(session))
-
-  private def clean(session: SparkSession): Seq[Row] = {
-    val catalog = session.sessionState.catalog
-    val meta = catalog.getTableMetadata(table)
+  override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
+    val meta = session.sessionState.catalog.getTableMetadata(table)
     val conf = session.sessionState.newHadoopConf()
+    val own = inside(meta, conf)
+    val dead = clean(session, meta, conf)
+    own.foreach(p => p.getFileSystem(conf).delete(p, true))
+    release.foreach(CommitLock.release(session, _))
+    dead.map(p => Row(p.toString))
+  }
+
+  /** The `delete` folders, each checked to lie inside the table's folder. */
+  private def inside(meta: CatalogTable, conf: Configuration): Seq[Path] = {
+    val root = new Path(meta.location)
+    val rootName = root.getFileSystem(conf).makeQualified(root).toString.stripSuffix("/") + "/"
+    delete.map { f =>
+      val path = new Path(CatalogUtils.stringToURI(f))
+      val qualified = path.getFileSystem(conf).makeQualified(path)
+      if (!qualified.toString.startsWith(rootName)) {
+        throw new IllegalArgumentException(
+          s"${Contracts.CleanStatement}: $f is not inside ${meta.identifier.quotedString}'s folder $root; nothing was deleted")
+      }
+      qualified
+    }
+  }
+
+  private def clean(session: SparkSession, meta: CatalogTable, conf: Configuration): Seq[Path] = {
     val runs = new Path(new Path(meta.location), "_bucketing")
     val fs = runs.getFileSystem(conf)
     val RunFolder = """r([0-9]+)_[0-9a-f]{12}(__new)?""".r
@@ -271,14 +284,14 @@ case class CleanRunFolders(table: TableIdentifier, startedBefore: Long, keep: Se
       val p = new Path(CatalogUtils.stringToURI(location))
       p.getFileSystem(conf).makeQualified(p).toString.stripSuffix("/") + "/"
     }
-    val used = catalog.listPartitions(meta.identifier).flatMap(_.storage.locationUri)
+    val used = session.sessionState.catalog.listPartitions(meta.identifier).flatMap(_.storage.locationUri)
       .map(u => folder(CatalogUtils.URIToString(u))) ++ keep.map(folder)
     val dead = old.map(fs.makeQualified).filterNot { p =>
       val prefix = p.toString.stripSuffix("/") + "/"
       used.exists(_.startsWith(prefix))
     }
     dead.foreach(p => fs.delete(p, true))
-    dead.map(p => Row(p.toString))
+    dead
   }
 }
 
@@ -316,7 +329,6 @@ object BucketingStatements {
   private def words(statement: String) = "(?is)^" + statement.split(" ").mkString("\\s+")
   private def pattern(statement: String) = (words(statement) + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
   private val Switch = pattern(Contracts.SwitchStatement)
-  private val Delete = pattern(Contracts.DeleteStatement)
   private val Clean = pattern(Contracts.CleanStatement)
   private val Write = (words(Contracts.WriteFolderStatement) + """\s+('(?:[^'\\]|\\.)*')\s+as\s+(.+?)\s*;?\s*$""").r
 
@@ -361,13 +373,11 @@ object BucketingStatements {
       Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props("table_properties"),
         props("table_properties_after"), body.path("fail_after_moves").asBoolean(false), lockEntry(body),
         props("commit_properties"), body.path("table_properties_unset_after").elements().asScala.map(_.asText()).toSeq))
-    case Delete(name, literal) =>
-      val folders = json(literal, delegate).elements().asScala.map(_.asText()).toSeq
-      Some(DeleteFolders(delegate.parseTableIdentifier(name.trim), folders))
     case Clean(name, literal) =>
       val body = json(literal, delegate)
-      Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L),
-        body.path("keep").elements().asScala.map(_.asText()).toSeq, lockEntry(body)))
+      def texts(key: String) = body.path(key).elements().asScala.map(_.asText()).toSeq
+      Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts("keep"),
+        lockEntry(body), texts("delete"), Option(body.get("release_lock")).filterNot(_.isNull).map(_.asText())))
     case Write(literal, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case _ => None
   }

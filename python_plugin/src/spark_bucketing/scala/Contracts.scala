@@ -27,9 +27,8 @@ object Contracts {
   val ForeignTablesVerify = "spark_bucketing.extension.foreignTables.verify"
   /** The statement the extension adds to move many partitions at once (SwitchPartitionLocations). */
   val SwitchStatement = "spark_bucketing switch partitions"
-  /** The statement the extension adds to delete folders under a table's folder (DeleteFolders). */
-  val DeleteStatement = "spark_bucketing delete folders"
-  /** The statement the extension adds to delete dead runs' folders under a table's `_bucketing/` (CleanRunFolders). */
+  /** The statement the extension adds to end a commit: dead runs' folders under a table's `_bucketing/`, the run's
+   *  own unused folders, the lock's release (CleanRunFolders). */
   val CleanStatement = "spark_bucketing clean folders"
   /** The statement the extension adds to write a query's rows into a bucketed folder with no catalog entry (WriteBucketedFolder). */
   val WriteFolderStatement = "spark_bucketing write folder"

@@ -5,9 +5,12 @@ run's; an entry older than commit_lock_expiry is a dead run's and goes."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
+from harness.spark import extension_on
+from spark_bucketing import contracts
 from tests.support.incremental import model_sql, statement_body
 
 
@@ -31,6 +34,29 @@ def test_an_uncontended_run_holds_the_lock_by_its_mark(spark, dbt_project):
     # Its mark, one listing, the release: no ticket.
     assert [s.split()[0] for s in lock] == ["create", "show", "drop"], lock
     assert "__dbt_lock_c_" in lock[0] and "__dbt_lock_t" not in " ".join(lock)
+
+
+def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock(spark, dbt_project):
+    """The mark, one listing, and no DROP VIEW: the extension's statement that
+    ends the commit drops the entry (and nothing of the lock is left)."""
+    name = "lock_alone_ext"
+    with extension_on(spark):
+        (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [0, 1]}))
+        dbt_project.run(name)
+        (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [1], "tag": 1}))
+        statements: list[str] = []
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+    lock = _lock_statements(statements)
+    # The switch names the entry too, to drop it if it fails.
+    assert [s.split()[0] for s in lock[:2]] == ["create", "show"], lock
+    assert lock[2].lower().startswith(contracts.SWITCH_STATEMENT), lock
+    assert lock[3].lower().startswith(contracts.CLEAN_STATEMENT) and len(lock) == 4, lock
+    assert not [s for s in statements if statement_body(s).lower().startswith("drop view")]
+    mark = re.search(r"create view (\S+) ", lock[0]).group(1)
+    ending = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", lock[3], re.S).group(1)))
+    assert ending["release_lock"] == mark
+    left = [r.tableName for r in spark.sql(f"show tables in {dbt_project.schema} like '{name}__dbt_lock_*'").collect()]
+    assert left == []
 
 
 def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, dbt_project):

@@ -10,10 +10,12 @@ project routes it to the package with one file (ROUTING)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 
 from harness.dbt_project import failure_text, node_messages
+from harness.spark import extension_on
 
 ROUTING = """
 {% materialization incremental, adapter='spark' %}
@@ -241,3 +243,105 @@ def test_bad_microbatch_configs_fail_before_anything_is_written(spark, project):
     assert "is not a row of the batch [2026-01-01" in messages and "nothing was published" in messages
     tables = {r.tableName for r in spark.sql(f"show tables in {schema}").collect()}
     assert not tables & {"mb_bad_mat", "mb_bad_part", "mb_bad_rows"}
+
+
+ADDS = "clustered_by=['k'], buckets=4, bucket_hash='spark', partition_by=['day'], max_files_per_bucket=24"
+
+
+def _day_record(spark, table, day="2026-01-01"):
+    shown = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+    return json.loads(shown[f"spark_bucketing.partition.day={day}"])
+
+
+def test_hourly_batches_add_files_to_their_day_and_a_rerun_hour_rewrites_it(spark, project):
+    """With max_files_per_bucket, an hourly batch whose day holds only
+    earlier hours (its record's event_time_before) adds a file per bucket
+    beside the day's own, reading no old row; a batch of an hour the day may
+    hold already (a rerun, a lookback) rewrites the day, replacing exactly
+    its hour. The answers equal the rewriting model's."""
+    schema, table = project.schema, f"{project.schema}.mb_adds"
+    project.write_file("models/mb_adds.sql", _config("hour", ADDS) + MODEL)
+    _set_source(project, 1)
+    with extension_on(spark):
+        statements: list[str] = []
+        result = project.dbt(
+            "run",
+            "--select",
+            "mb_adds",
+            *_window("2026-01-01T00:00:00", "2026-01-01T03:00:00"),
+            "--full-refresh",
+            statements=statements,
+        )
+        assert _batches(result, "mb_adds") == (3, 0)
+        assert _rows(spark, table) == _expected(spark, schema, {(0, 3): 1})
+        rec = _day_record(spark, table)
+        # The first batch built the table; the next two added their files, reading no old row.
+        assert (rec["appended"], rec["files"], rec["rows"]) == (2, 12, 60) and rec["files"] == _files(spark, table)
+        assert rec["event_time_before"].startswith("2026-01-01 03:00:00")
+        writes = [s for s in statements if "spark_bucketing write folder" in s]
+        assert len(writes) == 2 and not [s for s in writes if f"from {table}" in s.lower()]
+        _layout_ok(project, "mb_adds")
+
+        # Hour 1 again, the source changed: the day is rewritten, its hour replaced, one file per bucket.
+        _set_source(project, 2)
+        project.run("mb_adds", extra=_window("2026-01-01T01:00:00", "2026-01-01T02:00:00"))
+        assert _rows(spark, table) == _expected(spark, schema, {(0, 1): 1, (1, 2): 2, (2, 3): 1})
+        rec = _day_record(spark, table)
+        assert (rec.get("appended", 0), rec["files"]) == (0, 4) and rec["event_time_before"].startswith(
+            "2026-01-01 03:00"
+        )
+
+        # Hour 3 adds files again; the next day is new, and its record bounded too.
+        project.run("mb_adds", extra=_window("2026-01-01T03:00:00", "2026-01-02T01:00:00"))
+        assert _rows(spark, table) == _expected(spark, schema, {(0, 1): 1, (1, 2): 2, (2, 3): 1, (3, 25): 2})
+        assert _day_record(spark, table)["appended"] == 21
+        assert _day_record(spark, table, "2026-01-02")["event_time_before"].startswith("2026-01-02 01:00")
+        _layout_ok(project, "mb_adds")
+
+        # A compaction keeps the bound (its rows do not change).
+        project.run("mb_adds", extra=("--vars", "{spark_bucketing_compact: true}"))
+        assert _day_record(spark, table)["event_time_before"].startswith("2026-01-02 00:00")
+        expected = _expected(spark, schema, {(0, 1): 1, (1, 2): 2, (2, 3): 1, (3, 25): 2})
+        assert _rows(spark, table) == expected
+
+        # An append (another strategy, rows of unknown times) drops the bound: the next batch rewrites the day.
+        project.write_file(
+            "models/mb_adds.sql",
+            "{{ config(materialized='incremental', incremental_strategy='append', " + ADDS + ") }}\n"
+            "select 7 as k, 'late' as v, timestamp'2026-01-01 23:30:00' as ts, date'2026-01-01' as day",
+        )
+        project.run("mb_adds")
+        assert "event_time_before" not in _day_record(spark, table)
+        project.write_file("models/mb_adds.sql", _config("hour", ADDS) + MODEL)
+        project.run("mb_adds", extra=_window("2026-01-01T23:00:00", "2026-01-02T00:00:00"))
+        # The late row was in the hour the batch replaced.
+        assert _rows(spark, table) == expected
+        rec = _day_record(spark, table)
+        assert (rec.get("appended", 0), rec["files"]) == (0, 4) and "event_time_before" not in rec
+
+
+@pytest.mark.parametrize("step", ["after_write", "before_switch", "inside_switch", "before_cleanup"])
+def test_a_batch_that_adds_files_and_dies_at_a_step_loses_nothing(spark, project, step):
+    """'inside_switch' stops after the files moved, before their records: the
+    rerun of the batch completes that append first, then replaces the hour."""
+    schema, table = project.schema, f"{project.schema}.mb_adds_dies"
+    project.write_file("models/mb_adds_dies.sql", _config("hour", ADDS) + MODEL)
+    _set_source(project, 1)
+    with extension_on(spark):
+        project.run("mb_adds_dies", extra=(*_window("2026-01-01T00:00:00", "2026-01-01T02:00:00"), "--full-refresh"))
+        before = _rows(spark, table)
+        after = _expected(spark, schema, {(0, 3): 1})
+        result = project.run(
+            "mb_adds_dies", expect_ok=False, extra=_window("2026-01-01T02:00:00", "2026-01-01T03:00:00"), fail_at=step
+        )
+        assert _batches(result, "mb_adds_dies") == (0, 1)
+        assert _rows(spark, table) in (before, after)
+        landed = _rows(spark, table) == after
+        project.run("mb_adds_dies", extra=_window("2026-01-01T02:00:00", "2026-01-01T03:00:00"))
+        assert _rows(spark, table) == after
+        rec = _day_record(spark, table)
+        assert rec["rows"] == len(after) and rec["files"] == _files(spark, table)
+        # A batch that landed bounded the day past the rerun's start: the rerun rewrote the day; else it added files.
+        assert rec.get("appended", 0) == (0 if landed else 2)
+        assert landed == (step in ("inside_switch", "before_cleanup"))
+        _layout_ok(project, "mb_adds_dies")

@@ -34,7 +34,8 @@
   {%- set run = spark_bucketing.incremental_run(rels, spark_bucketing.contract_sql(sql), spec, incr) -%}
   {%- if run.full_refresh -%}
     {%- set rows = spark_bucketing.kept_rows_sql(run.model_sql, run.columns, run.merge) -%}
-    {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, rows, run.existing) -%}
+    {%- do spark_bucketing.replace_table(rels, run.spec, run.columns, rows, run.existing,
+        event_time_before=run.incr.batch.end if run.incr.batch is not none else none) -%}
   {%- else -%}
     {%- do spark_bucketing.publish_incremental(rels, run, spark_bucketing.incremental_plan(rels, run)) -%}
   {%- endif -%}

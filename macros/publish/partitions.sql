@@ -133,6 +133,44 @@
   {{ return(out) }}
 {% endmacro %}
 
+{% macro event_time_at_or_before(bound, start) %}
+  {#- Whether a record's event_time_before `bound` (none: not known) is at
+      or before `start` (both as dbt gives a batch's bounds, ISO text). -#}
+  {%- if bound is none -%}{{ return(false) }}{%- endif -%}
+  {{ return(modules.datetime.datetime.fromisoformat(bound) <= modules.datetime.datetime.fromisoformat(start)) }}
+{% endmacro %}
+
+{% macro event_time_bounds(plan, stats, meta, state, props) %}
+  {#- Format 1's records of the written partitions (`props`, as property
+      JSON) with event_time_before: a bound the event times of all of a
+      partition's rows are before, which lets a later microbatch batch add
+      its files to the partition instead of rewriting it
+      (appends_in_place). A batch sets the end of its range where the
+      partition's other rows are bounded too (it took the batch's files
+      beside its own, it is new, or its record had a bound: the later of
+      the two); a compaction keeps the bound (its rows do not change); any
+      other write drops it (its rows' event times are not known). -#}
+  {%- for s in stats if plan.strategy in ('microbatch', 'compaction') or s.path in state.added -%}
+    {%- set bound = (meta.partitions.get(s.path) or {}).get('event_time_before') -%}
+    {%- if plan.strategy == 'microbatch' and (bound is not none or s.path not in state.scope.catalog) -%}
+      {%- set bound = plan.event_time_before
+          if bound is none or spark_bucketing.event_time_at_or_before(bound, plan.event_time_before) else bound -%}
+    {%- elif plan.strategy != 'compaction' -%}
+      {%- set bound = none -%}
+    {%- endif -%}
+    {%- do spark_bucketing.set_event_time_before(props, s.path, bound) -%}
+  {%- endfor -%}
+{% endmacro %}
+
+{% macro set_event_time_before(props, path, bound) %}
+  {#- The record of partition `path` in `props` with event_time_before `bound` (none: without one). -#}
+  {%- set key = spark_bucketing.partition_key(path) -%}
+  {%- set rec = fromjson(props[key]) -%}
+  {%- do rec.pop('event_time_before', none) -%}
+  {%- if bound is not none -%}{%- do rec.update({'event_time_before': bound}) -%}{%- endif -%}
+  {%- do props.update({key: tojson(rec)}) -%}
+{% endmacro %}
+
 {% macro switch_format_1(rels, meta, checked, state, plan, spec, extension) %}
   {#- Format 1's switch and records; returns {'left': the folders the
       switch moved partitions from (with the extension), 'published':
@@ -144,6 +182,7 @@
   {%- endif -%}
   {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting, state.commit) -%}
   {%- do written_props.update(spark_bucketing.added_records(spec, checked.stats, state.added, meta, state.commit)) -%}
+  {%- do spark_bucketing.event_time_bounds(plan, checked.stats, meta, state, written_props) -%}
   {%- if extension -%}
     {%- set left = spark_bucketing.switch_in_one_statement(rels.target, checked.stats, state.scope.catalog, state.scope.emptied, written_props,
         state.added, rels.run_id) -%}

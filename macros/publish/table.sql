@@ -5,8 +5,10 @@
     beside other runs and holds no lock (it may take hours: a lock held that
     long would be taken for a dead run's); only the swap is serialized. -#}
 
-{% macro replace_table(rels, spec, columns, sql, old_relation, accounting=none, planned=none) %}
+{% macro replace_table(rels, spec, columns, sql, old_relation, accounting=none, planned=none, event_time_before=none) %}
   {#- `accounting`: a merge's row accounting (merge_row_accounting).
+      `event_time_before`: where the rows are a microbatch batch's, the end
+      of its range, each partition's record's bound (event_time_bounds).
       `planned`: for rows made from the table's old rows (an incremental
       run's rewrite of the whole table), {'commit', 'location'} of the table
       as the run read it; a commit of another run since is a conflict, and
@@ -26,7 +28,11 @@
   {%- if spark_bucketing.records_format(spec) == '2' -%}
     {%- do spark_bucketing.record_partitions(rels.tmp, spec, stats, accounting) -%}
   {%- else -%}
-    {%- do spark_bucketing.set_properties(rels.tmp, spark_bucketing.metadata_properties(spec, stats, accounting)) -%}
+    {%- set props = spark_bucketing.metadata_properties(spec, stats, accounting) -%}
+    {%- for s in stats if event_time_before is not none and spec.partition_by -%}
+      {%- do spark_bucketing.set_event_time_before(props, s.path, event_time_before) -%}
+    {%- endfor -%}
+    {%- do spark_bucketing.set_properties(rels.tmp, props) -%}
   {%- endif -%}
   {%- do spark_bucketing.acquire_commit_lock(rels) -%}
   {#- The table as it is now: another run may have built, rebuilt or committed to it since this run looked. -#}

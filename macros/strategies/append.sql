@@ -92,7 +92,7 @@
       and run.meta.version != '2') }}
 {% endmacro %}
 
-{% macro appends_in_place(run, partitions) %}
+{% macro appends_in_place(run, partitions, batch_start=none) %}
   {#- {values_key: values} of the touched `partitions` that take the new
       rows' files beside their own instead of being rewritten: with
       max_files_per_bucket above 1, the session extension (its switch moves
@@ -102,8 +102,11 @@
       (`appended`: the files per bucket added since it was last written
       whole) and whose folder is the one its record describes (a run that
       died in its switch can leave a record behind; one DESCRIBE per
-      partition). The others are rewritten, one file per bucket again: the
-      compaction past the limit. -#}
+      partition). For a microbatch batch (`batch_start`: the start of its
+      range), only a partition whose rows all have an earlier event time
+      (its record's event_time_before, at or before the start: event_time_bounds).
+      The others are rewritten, one file per bucket again: the compaction
+      past the limit. -#}
   {%- set limit = run.spec.get('max_files_per_bucket', 1) -%}
   {%- if not spark_bucketing.may_add_files(run) or not partitions -%}
     {{ return({}) }}
@@ -118,6 +121,7 @@
     {%- set key = spark_bucketing.values_key(values, run.spec.partition_by) -%}
     {%- set rec = by_key.get(key) -%}
     {%- if rec is not none and spark_bucketing.same_spec(rec, spec) and rec.get('appended', 0) + 2 <= limit
+        and (batch_start is none or spark_bucketing.event_time_at_or_before(rec.get('event_time_before'), batch_start))
         and spark_bucketing.same_location(rec.location, spark_bucketing.partition_location(run.existing, values) or '') -%}
       {%- do out.update({key: values}) -%}
     {%- endif -%}

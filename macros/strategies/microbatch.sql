@@ -33,11 +33,21 @@
     {{ return(spark_bucketing.strategy_plan(run, whole, content)) }}
   {%- endif -%}
   {%- set partitions = spark_bucketing.batch_partitions(run.spec, run.incr.batch) -%}
+  {#- A date whose rows all come before the batch has none to replace: it
+      takes the batch's files beside its own (appends_in_place), and is
+      neither read nor emptied. -#}
+  {%- set in_place = spark_bucketing.appends_in_place(run, partitions, run.incr.batch.start) -%}
+  {%- set rewritten = partitions | reject('in', in_place.values() | list) | list -%}
   {%- set content -%}
     select {{ cols }} from ({{ run.new_sql }}) as __sb_new
+    {%- if rewritten %}
     union all
     select {{ cols }} from {{ run.existing }}
-    where {{ spark_bucketing.partition_match(run.spec.partition_by, partitions) }} and {{ kept }}
+    where {{ spark_bucketing.partition_match(run.spec.partition_by, rewritten) }} and {{ kept }}
+    {%- endif %}
   {%- endset -%}
-  {{ return(spark_bucketing.strategy_plan(run, whole, content, replaced_partitions=partitions)) }}
+  {%- set plan = spark_bucketing.strategy_plan(run, whole, content, replaced_partitions=rewritten, added=in_place.keys() | list) -%}
+  {#- The records' bound of the event times of the partitions it writes (event_time_bounds). -#}
+  {%- do plan.update({'event_time_before': run.incr.batch.end}) -%}
+  {{ return(plan) }}
 {% endmacro %}

@@ -112,11 +112,11 @@
 {% endmacro %}
 
 {% macro check_added_files_config(spec, incr, extension) %}
-  {#- An append adds files (max_files_per_bucket above 1) through the
-      session extension's switch, which moves them into the partitions'
-      folders and records them in one statement. -#}
-  {%- if spec.max_files_per_bucket > 1 and incr.strategy == 'append' and spec.partition_by and not extension -%}
-    {%- do spark_bucketing.config_error('max_files_per_bucket', "is " ~ spec.max_files_per_bucket ~ ", and appends that add files need the session extension,"
+  {#- An append or a microbatch batch adds files (max_files_per_bucket
+      above 1) through the session extension's switch, which moves them into
+      the partitions' folders and records them in one statement. -#}
+  {%- if spec.max_files_per_bucket > 1 and incr.strategy in ('append', 'microbatch') and spec.partition_by and not extension -%}
+    {%- do spark_bucketing.config_error('max_files_per_bucket', "is " ~ spec.max_files_per_bucket ~ ", and " ~ incr.strategy ~ " runs that add files need the session extension,"
         ~ " whose switch moves the new files into the partitions' folders and records them in one statement",
         "load the extension (docs/extension.md), or set max_files_per_bucket=1 (every append rewrites the partitions it touches)") -%}
   {%- endif -%}

@@ -17,7 +17,17 @@ model time over the 23 appends. Then the day's files are counted, the
 sides' rows compared (count and checksum), and ours with added files
 compacted (`--vars '{spark_bucketing_compact: true}'`), timed.
 
-    .venv/bin/python benchmarks/bench_appends.py [--per-hour 83334] [--buckets 16] [--hours 24]
+    .venv/bin/python benchmarks/bench_appends.py [--per-hour 83334] [--buckets 16] [--hours 24] [--microbatch]
+
+`--microbatch`: the same hours as dbt's hourly microbatch batches (`dbt run
+--event-time-start/--event-time-end`, one batch a run) from a source table
+of the day's rows with `event_time`: ours adding files (each batch into a
+day that holds only earlier hours) and ours rewriting the day, against
+stock's append of the same hour (stock's own microbatch replaces the whole
+day with each hour, so it cannot load a day hour by hour). Stock's model is
+in a project of its own on the same server: the project that routes
+`incremental` to the package (docs/incremental.md, Microbatch) would route
+stock's bucketed model too.
 
 Prints the figures docs/benchmarks.md reports.
 """
@@ -25,6 +35,7 @@ Prints the figures docs/benchmarks.md reports.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 import tempfile
@@ -36,6 +47,7 @@ sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
 from bench_scale import Counted, project_on_thrift_server  # noqa: E402
 
+from harness.dbt_process import DbtProcessProject  # noqa: E402
 from spark_bucketing import extension  # noqa: E402
 from spark_bucketing.files import data_files  # noqa: E402
 
@@ -52,6 +64,38 @@ SIDES = {
     "ours, rewrites": ("ap_rewrites", "materialized='bucketed_incremental', bucket_hash='spark'"),
     "stock append": ("ap_stock", "materialized='incremental', file_format='parquet'"),
 }
+
+
+ROUTING = """
+{% materialization incremental, adapter='spark' %}
+  {{ return(spark_bucketing.incremental_materialization()) }}
+{% endmaterialization %}
+"""
+MB_SOURCE = """
+{{{{ config(materialized='table', file_format='parquet', event_time='ts') }}}}
+select cast(pmod(hash(id), 50000) as int) as k, concat('v', id) as payload,
+       timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id * 3600.0 / {per_hour}) as ts
+from range(0, {rows}, 1, 4)
+"""
+MB_ROWS = "select k, payload, ts, cast(ts as date) as day from {source}"
+MB_CONFIG = (
+    "materialized='incremental', incremental_strategy='microbatch', event_time='ts', batch_size='hour', "
+    "begin='2024-01-01', partition_by=['day'], clustered_by=['k'], buckets={buckets}, bucket_hash='spark'"
+)
+MB_STOCK_FILTER = """
+where ts >= timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, {{ var('hour', 0) }})
+  and ts < timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, {{ var('hour', 0) }} + 1)
+"""
+MB_SIDES = {
+    "ours, batches add files": ("mb_adds", ", max_files_per_bucket=24"),
+    "ours, batches rewrite": ("mb_rewrites", ""),
+}
+
+
+def hour_window(hour: int) -> tuple[str, ...]:
+    start = datetime.datetime(2024, 1, 1) + datetime.timedelta(hours=hour)
+    end = start + datetime.timedelta(hours=1)
+    return ("--event-time-start", start.isoformat(), "--event-time-end", end.isoformat())
 
 
 def day_files(counted: Counted, model: str) -> int:
@@ -76,13 +120,93 @@ def series(counted: Counted, hours: int, reverse: bool) -> dict:
     return totals
 
 
+def microbatch_series(ours: Counted, stock: Counted, hours: int, reverse: bool) -> dict:
+    """One series of the microbatch sides: each table built from hour 0, then hours 1.. loaded, sides in turn."""
+    runs = {name: (ours, model, True) for name, (model, _) in MB_SIDES.items()} | {
+        "stock append": (stock, "ap_stock", False)
+    }
+    names = list(runs) if not reverse else list(reversed(runs))
+    totals = {name: 0.0 for name in runs}
+    for hour in range(hours):
+        for name in names if hour % 2 == 0 else list(reversed(names)):
+            counted, model, batch = runs[name]
+            window = hour_window(hour) if batch else ("--vars", json.dumps({"hour": hour}))
+            r = counted.run("--select", model, *window, *(("--full-refresh",) if hour == 0 else ()))
+            if hour > 0:
+                totals[name] += r["model"]
+    return totals
+
+
+def checksums(counted: Counted, models: list[str]) -> list[dict]:
+    """Each model's rows: a count and an order-free checksum, one `dbt show` each."""
+    sums = []
+    for model in models:
+        counted.project.dbt(
+            "show",
+            "--inline",
+            f"select count(*) as n, sum(hash(k, payload)) as s from {counted.project.schema}.{model}",
+            "--output",
+            "json",
+        )
+        out = counted.project.output
+        sums.append(json.loads(out[out.index('{\n  "show"') :].split("\n}\n", 1)[0] + "\n}")["show"][0])
+    return sums
+
+
+def microbatch(base: Path, server_conf: dict, per_hour: int, buckets: int, hours: int) -> None:
+    ours, server = project_on_thrift_server(base / "ours", server_conf, None)
+    try:
+        stock = Counted(DbtProcessProject(base / "stock", thrift_port=server.port), ours.events)
+        (ours.project.root / "macros").mkdir(exist_ok=True)
+        (ours.project.root / "macros" / "incremental.sql").write_text(ROUTING)
+        models = ours.project.root / "models"
+        (models / "mb_src.sql").write_text(MB_SOURCE.format(per_hour=per_hour, rows=per_hour * hours))
+        for model, extra in MB_SIDES.values():
+            config = MB_CONFIG.format(buckets=buckets) + extra
+            (models / f"{model}.sql").write_text(
+                "{{ config(" + config + ") }}\n" + MB_ROWS.format(source="{{ ref('mb_src') }}")
+            )
+        (stock.project.root / "models" / "ap_stock.sql").write_text(
+            "{{ config(materialized='incremental', file_format='parquet', "
+            + COMMON.format(buckets=buckets)
+            + ") }}\n"
+            + MB_ROWS.format(source=f"{ours.project.schema}.mb_src")
+            + MB_STOCK_FILTER
+        )
+        ours.project.dbt("run", "--select", "mb_src")
+        best: dict = {}
+        for reverse in (False, True):
+            for name, total in microbatch_series(ours, stock, hours, reverse).items():
+                best[name] = min(best.get(name, total), total)
+        print(
+            f"\n{hours - 1} hourly batches of {per_hour:,} rows into one day partition ({buckets} buckets), each its"
+            " own `dbt run` on one Spark Thrift Server, the extension loaded; best of two series;"
+            " stock: an append of the hour"
+        )
+        print(f"{'side':<24} {'model s, hours 1..':>20} {'vs stock':>9} {'files in the day':>17}")
+        sides = {name: model for name, (model, _) in MB_SIDES.items()} | {"stock append": "ap_stock"}
+        for name, model in sides.items():
+            ratio = best[name] / best["stock append"]
+            print(f"{name:<24} {best[name]:>20.1f} {ratio:>8.2f}x {day_files(ours, model):>17}")
+        sums = checksums(ours, [m for m, _ in MB_SIDES.values()] + ["ap_stock"])
+        print("rows, checksum: " + ", ".join(f"{s['n']:,} {s['s']}" for s in sums))
+        if len({(s["n"], s["s"]) for s in sums}) != 1:
+            raise SystemExit("the sides disagree")
+    finally:
+        server.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-hour", type=int, default=83334)
     parser.add_argument("--buckets", type=int, default=16)
     parser.add_argument("--hours", type=int, default=24)
+    parser.add_argument("--microbatch", action="store_true", help="hourly microbatch batches (see above)")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="sb-bench-appends-"))
+    if args.microbatch:
+        microbatch(base, extension.spark_settings(extension.build_jar()), args.per_hour, args.buckets, args.hours)
+        return 0
     counted, server = project_on_thrift_server(base, extension.spark_settings(extension.build_jar()), None)
     try:
         for model, config in SIDES.values():
@@ -107,17 +231,7 @@ def main() -> int:
         for name, (model, _) in SIDES.items():
             ratio = best[name] / best["stock append"]
             print(f"{name:<20} {best[name]:>22.1f} {ratio:>8.2f}x {day_files(counted, model):>17}")
-        sums = []
-        for model, _ in SIDES.values():
-            counted.project.dbt(
-                "show",
-                "--inline",
-                f"select count(*) as n, sum(hash(k, payload)) as s from {{{{ ref('{model}') }}}}",
-                "--output",
-                "json",
-            )
-            out = counted.project.output
-            sums.append(json.loads(out[out.index('{\n  "show"') :].split("\n}\n", 1)[0] + "\n}")["show"][0])
+        sums = checksums(counted, [model for model, _ in SIDES.values()])
         print(
             "rows, checksum: "
             + ", ".join(f"{m} {s['n']:,} {s['s']}" for (m, _), s in zip(SIDES.values(), sums, strict=True))

@@ -45,6 +45,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
+from bench_concurrent import ROUTING  # noqa: E402
 from bench_scale import Counted, project_on_thrift_server  # noqa: E402
 
 from harness.dbt_process import DbtProcessProject  # noqa: E402
@@ -66,11 +67,6 @@ SIDES = {
 }
 
 
-ROUTING = """
-{% materialization incremental, adapter='spark' %}
-  {{ return(spark_bucketing.incremental_materialization()) }}
-{% endmaterialization %}
-"""
 MB_SOURCE = """
 {{{{ config(materialized='table', file_format='parquet', event_time='ts') }}}}
 select cast(pmod(hash(id), 50000) as int) as k, concat('v', id) as payload,

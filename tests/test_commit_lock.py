@@ -23,14 +23,18 @@ def _lock_statements(statements: list[str]) -> list[str]:
     return [statement_body(s) for s in statements if "__dbt_lock_" in s or re.search(r"like '\w+__dbt_\*'", s)]
 
 
-def test_an_uncontended_run_holds_the_lock_by_its_mark(spark, dbt_project):
-    name = "lock_alone"
+def _second_run_statements(dbt_project, name: str) -> list[str]:
+    """The statements of a one-day run into the table a first run built (two days)."""
     (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [0, 1]}))
     dbt_project.run(name)
     (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [1], "tag": 1}))
     statements: list[str] = []
     assert dbt_project.dbt("run", "--select", name, statements=statements).success
-    lock = _lock_statements(statements)
+    return statements
+
+
+def test_an_uncontended_run_holds_the_lock_by_its_mark(spark, dbt_project):
+    lock = _lock_statements(_second_run_statements(dbt_project, "lock_alone"))
     # Its mark, one listing, the release: no ticket.
     assert [s.split()[0] for s in lock] == ["create", "show", "drop"], lock
     assert "__dbt_lock_c_" in lock[0] and "__dbt_lock_t" not in " ".join(lock)
@@ -41,11 +45,7 @@ def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock
     ends the commit drops the entry (and nothing of the lock is left)."""
     name = "lock_alone_ext"
     with extension_on(spark):
-        (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [0, 1]}))
-        dbt_project.run(name)
-        (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [1], "tag": 1}))
-        statements: list[str] = []
-        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+        statements = _second_run_statements(dbt_project, name)
     lock = _lock_statements(statements)
     # The switch names the entry too, to drop it if it fails.
     assert [s.split()[0] for s in lock[:2]] == ["create", "show"], lock

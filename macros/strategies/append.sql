@@ -60,27 +60,14 @@
   {%- set staged = {'source': spark_bucketing.folder_source(written.folder), 'relation': none, 'folder': written.folder,
                     'partitions': checked.stats | map(attribute='values') | list} -%}
   {%- set in_place = spark_bucketing.appends_in_place(run, staged.partitions) -%}
-  {%- set others = staged.partitions | reject('in', in_place.values() | list) | list -%}
-  {%- if spark_bucketing.none_listed(run, others) -%}
+  {%- set others = checked.stats | rejectattr('values', 'in', in_place.values() | list) | map(attribute='path') | list -%}
+  {#- By path, as the commit's guard compares them (added_paths): one SHOW PARTITIONS, where there are any. -#}
+  {%- if not others or not (others | select('in', spark_bucketing.catalog_paths(run.existing)) | list) -%}
     {%- set plan = spark_bucketing.strategy_plan(run, false, none, replaced_partitions=run.incr.partitions, added=in_place.keys() | list) -%}
     {%- do plan.update({'written': written, 'location': location, 'checked': checked}) -%}
     {{ return(plan) }}
   {%- endif -%}
   {{ return(spark_bucketing.staged_append_plan(run, staged, in_place)) }}
-{% endmacro %}
-
-{% macro none_listed(run, partitions) %}
-  {#- Whether the table lists none of `partitions` (values): one SHOW
-      PARTITIONS, where there are any. -#}
-  {%- if not partitions -%}{{ return(true) }}{%- endif -%}
-  {%- set listed = [] -%}
-  {%- for values in spark_bucketing.catalog_partitions(run.existing).values() -%}
-    {%- do listed.append(spark_bucketing.values_key(values, run.spec.partition_by)) -%}
-  {%- endfor -%}
-  {%- for values in partitions if spark_bucketing.values_key(values, run.spec.partition_by) in listed -%}
-    {{ return(false) }}
-  {%- endfor -%}
-  {{ return(true) }}
 {% endmacro %}
 
 {% macro may_add_files(run) %}

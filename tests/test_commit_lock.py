@@ -41,20 +41,26 @@ def test_an_uncontended_run_holds_the_lock_by_its_mark(spark, dbt_project):
 
 
 def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock(spark, dbt_project):
-    """The mark, one listing, and no DROP VIEW: the extension's statement that
-    ends the commit drops the entry (and nothing of the lock is left)."""
+    """One statement marks the run, lists the entries and reads the table's
+    properties; no DROP VIEW: the extension's statement that ends the commit
+    drops the entry (and nothing of the lock is left)."""
     name = "lock_alone_ext"
     with extension_on(spark):
         statements = _second_run_statements(dbt_project, name)
     lock = _lock_statements(statements)
+    assert lock[0].lower().startswith(contracts.MARK_LOCK_STATEMENT), lock
     # The switch names the entry too, to drop it if it fails.
-    assert [s.split()[0] for s in lock[:2]] == ["create", "show"], lock
-    assert lock[2].lower().startswith(contracts.SWITCH_STATEMENT), lock
-    assert lock[3].lower().startswith(contracts.CLEAN_STATEMENT) and len(lock) == 4, lock
+    assert lock[1].lower().startswith(contracts.SWITCH_STATEMENT), lock
+    assert lock[2].lower().startswith(contracts.CLEAN_STATEMENT) and len(lock) == 3, lock
     assert not [s for s in statements if statement_body(s).lower().startswith("drop view")]
-    mark = re.search(r"create view (\S+) ", lock[0]).group(1)
-    ending = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", lock[3], re.S).group(1)))
-    assert ending["release_lock"] == mark
+    # The run holds the lock by its mark and commits on the properties the mark's statement read: the table's
+    # properties are read once before the write, and not again.
+    shown = [s for s in statements if statement_body(s).lower().startswith("show tblproperties")]
+    assert len(shown) == 1 and statements.index(shown[0]) < statements.index(next(s for s in statements if "__dbt_lock_" in s))
+    mark = re.search(r" entry (\S+)$", lock[0]).group(1)
+    assert "__dbt_lock_c_" in mark
+    ending = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", lock[2], re.S).group(1)))
+    assert ending["release_lock"] == f"{dbt_project.schema}.{mark}"
     left = [r.tableName for r in spark.sql(f"show tables in {dbt_project.schema} like '{name}__dbt_lock_*'").collect()]
     assert left == []
 

@@ -51,7 +51,8 @@
       number), what the run planned from; else read again (the table's
       description, its metadata, the scope of the switch and the folders it
       replaces), and 'conflict': why the run must not publish (conflict), or none. -#}
-  {%- set fresh = spark_bucketing.read_metadata(rels.target, records=false) -%}
+  {#- Read with the lock's mark where the run holds the lock by it (mark_choosing). -#}
+  {%- set fresh = spark_bucketing.read_metadata(rels.target, rels.pop('locked_properties', none), records=false) -%}
   {%- if fresh.adding -%}
     {#- A run died while its switch moved an append's files (after this run
         started): completed first; its records carry its commit, so the

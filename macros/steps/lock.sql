@@ -49,6 +49,29 @@
   {%- call statement('spark_bucketing_lock') -%}drop view if exists {{ spark_bucketing.lock_entry(rels, name) }}{%- endcall -%}
 {% endmacro %}
 
+{% macro mark_lock_statement() %}
+  {#- The extension's statement that marks a run choosing (mark_choosing); tied to MarkLockStatement in scala/Contracts.scala. -#}
+  {{ return('spark_bucketing mark lock') }}
+{% endmacro %}
+
+{% macro mark_choosing(rels, name) %}
+  {#- Creates the run's choosing mark `name`, then lists the entries beside
+      the table: {'names': side_listing's names, 'properties': the table's
+      properties read after the listing, or none (also before the table
+      exists)}. With the session
+      extension (rels.extension) one statement does the three (each a round
+      trip of a remote client): a run that holds the lock by its mark starts
+      its commit from those properties (commit_state). -#}
+  {%- if rels.get('extension') -%}
+    {%- set rows = run_query(spark_bucketing.mark_lock_statement() ~ ' ' ~ rels.target ~ ' entry ' ~ name).rows -%}
+    {%- set props = rows | selectattr('0', 'equalto', 'property') | list -%}
+    {{ return({'names': rows | selectattr('0', 'equalto', 'entry') | map(attribute='1') | list,
+               'properties': dict(zip(props | map(attribute='1'), props | map(attribute='2'))) if props else none}) }}
+  {%- endif -%}
+  {%- do spark_bucketing.create_lock_entry(rels, name) -%}
+  {{ return({'names': spark_bucketing.side_listing(rels.target, rels.target.identifier), 'properties': none}) }}
+{% endmacro %}
+
 {% macro take_ticket(rels) %}
   {#- Marks the run choosing, then takes its ticket and drops the mark;
       returns {'name': the entry the run holds by, 'held': whether it holds
@@ -57,14 +80,17 @@
       release, instead of 6): of two runs that mark themselves at once, the
       one that lists second sees the other's mark, so at most one sees
       none; and every other run waits while a mark stands. -#}
+  {%- do rels.pop('locked_properties', none) -%}
   {%- set prefix = spark_bucketing.lock_prefix(rels.target.identifier) -%}
   {%- set choosing = prefix ~ 'c_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
-  {%- do spark_bucketing.create_lock_entry(rels, choosing) -%}
+  {%- set marked = spark_bucketing.mark_choosing(rels, choosing) -%}
   {#- The listing serves the cleanup of dead runs' side entries too (drop_dead_runs_entries). -#}
-  {%- set names = spark_bucketing.side_listing(rels.target, rels.target.identifier) -%}
-  {%- do rels.update({'side_listing': names}) -%}
-  {%- set others = spark_bucketing.lock_entries(rels.target, rels.target.identifier, names) | rejectattr('run', 'equalto', rels.run_id) | list -%}
-  {%- if not others -%}{{ return({'name': choosing, 'held': true}) }}{%- endif -%}
+  {%- do rels.update({'side_listing': marked.names}) -%}
+  {%- set others = spark_bucketing.lock_entries(rels.target, rels.target.identifier, marked.names) | rejectattr('run', 'equalto', rels.run_id) | list -%}
+  {%- if not others -%}
+    {%- if marked.properties is not none -%}{%- do rels.update({'locked_properties': marked.properties}) -%}{%- endif -%}
+    {{ return({'name': choosing, 'held': true}) }}
+  {%- endif -%}
   {%- set tickets = others | rejectattr('ticket', 'none') | map(attribute='ticket') | list -%}
   {%- set mine = prefix ~ 't' ~ '%06d' | format((tickets | max if tickets else 0) + 1) ~ '_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
   {%- do spark_bucketing.create_lock_entry(rels, mine) -%}
@@ -121,6 +147,7 @@
 {% macro forget_commit_lock(rels) %}
   {#- After a statement that released the lock (end_commit). -#}
   {%- do rels.pop('lock_ticket') -%}
+  {%- do rels.pop('locked_properties', none) -%}
   {%- do model.pop('spark_bucketing_lock_entry', none) -%}
 {% endmacro %}
 

@@ -23,6 +23,7 @@
   {%- set extension = spark_bucketing.extension_active() -%}
   {%- set meta = spark_bucketing.finished_appends(rels, existing, spark_bucketing.read_metadata(existing, records=false)) -%}
   {%- do spark_bucketing.check_table_shape(spec, info) -%}
+  {%- do rels.update({'extension': extension}) -%}
   {{ return({'incr': incr, 'merge': none, 'existing': existing, 'info': info, 'meta': meta, 'full_refresh': false, 'rebuild': false,
              'columns': info.columns, 'spec': spark_bucketing.validate_columns(spec, info.columns), 'extension': extension,
              'run_id': rels.run_id}) }}

@@ -57,6 +57,8 @@
   {%- if incr.partitions -%}
     {%- do run.update({'new_sql': spark_bucketing.static_filter_sql(run.new_sql, run.spec, incr.partitions)}) -%}
   {%- endif -%}
+  {#- The commit lock's mark takes the extension's statement (mark_choosing). -#}
+  {%- do rels.update({'extension': run.extension}) -%}
   {{ return(run) }}
 {% endmacro %}
 

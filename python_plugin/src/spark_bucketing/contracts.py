@@ -51,6 +51,8 @@ SWITCH_STATEMENT = "spark_bucketing switch partitions"
 #: The extension's statement that ends a commit: dead runs' folders under a table's `_bucketing/`, the run's own
 #: unused folders, then the release of its commit lock (CleanRunFolders).
 CLEAN_STATEMENT = "spark_bucketing clean folders"
+#: ... marks a run choosing in a table's commit lock, then lists the lock's entries and reads the table's properties.
+MARK_LOCK_STATEMENT = "spark_bucketing mark lock"
 #: ... writes a query's rows into a bucketed folder with no catalog entry, as an INSERT into a bucketed table would.
 WRITE_FOLDER_STATEMENT = "spark_bucketing write folder"
 #: The table functions the extension adds: a bucketed folder's files and the rows their footers state ...

@@ -295,6 +295,38 @@ case class CleanRunFolders(
   }
 }
 
+/** The first step of a run's commit lock (macros/steps/lock.sql, take_ticket) and what the run reads next where it
+ *  holds the lock by it, in one statement instead of three round trips of a remote client:
+ *
+ *    SPARK_BUCKETING MARK LOCK <table> ENTRY <name>
+ *
+ *  creates the run's choosing mark `name` beside the table (a view, as CREATE VIEW .. AS SELECT 1 AS held makes
+ *  it), then lists the entries beside the table (`<table>__dbt_*`, as SHOW TABLES .. LIKE lists them), then reads
+ *  the table's properties (as SHOW TBLPROPERTIES shows them; none before the table exists), in that order: a run whose listing shows no other
+ *  run's entry holds the lock, and its commit starts from the properties read after that. Returns
+ *  (kind, name, value) rows: ("entry", name, NULL) per listed entry, ("property", key, value) per property. */
+case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] = Seq(
+    AttributeReference("kind", StringType)(),
+    AttributeReference("name", StringType)(),
+    AttributeReference("value", StringType)())
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val schema = table.database.map(d => quoted(d) + ".").getOrElse("")
+    session.sql(s"create view $schema${quoted(mark)} as select 1 as held").collect()
+    val like = table.table.toLowerCase(java.util.Locale.ROOT) + "__dbt_*"
+    val in = table.database.map(d => s" in ${quoted(d)}").getOrElse("")
+    val entries = session.sql(s"show tables$in like '$like'").collect().map(r => Row("entry", r.getString(1), null))
+    // A run's first build takes the lock before its table exists.
+    val properties = if (!session.sessionState.catalog.tableExists(table)) Array.empty[Row]
+      else session.sql(s"show tblproperties ${table.quotedString}").collect().map(r => Row("property", r.getString(0), r.getString(1)))
+    (entries ++ properties).toSeq
+  }
+
+  private def quoted(name: String) = "`" + name.replace("`", "``") + "`"
+}
+
 /** A partition folder of a folder written with no catalog entry: its path
  *  under the folder and its data files. */
 case class FolderPartition(path: String, files: Seq[FileStatus])
@@ -330,6 +362,7 @@ object BucketingStatements {
   private def pattern(statement: String) = (words(statement) + """\s+(.+?)\s+locations\s+('.*')\s*;?\s*$""").r
   private val Switch = pattern(Contracts.SwitchStatement)
   private val Clean = pattern(Contracts.CleanStatement)
+  private val MarkLock = (words(Contracts.MarkLockStatement) + """\s+(.+?)\s+entry\s+([A-Za-z0-9_]+)\s*;?\s*$""").r
   private val Write = (words(Contracts.WriteFolderStatement) + """\s+('(?:[^'\\]|\\.)*')\s+as\s+(.+?)\s*;?\s*$""").r
 
   /** `sql` after its leading blanks and comments (dbt puts one before every statement). */
@@ -378,6 +411,7 @@ object BucketingStatements {
       def texts(key: String) = body.path(key).elements().asScala.map(_.asText()).toSeq
       Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts("keep"),
         lockEntry(body), texts("delete"), Option(body.get("release_lock")).filterNot(_.isNull).map(_.asText())))
+    case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
     case Write(literal, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case _ => None
   }

@@ -30,6 +30,9 @@ object Contracts {
   /** The statement the extension adds to end a commit: dead runs' folders under a table's `_bucketing/`, the run's
    *  own unused folders, the lock's release (CleanRunFolders). */
   val CleanStatement = "spark_bucketing clean folders"
+  /** The statement the extension adds to mark a run choosing in a table's commit lock, list the lock's entries and
+   *  read the table's properties, in one round trip (MarkCommitLock). */
+  val MarkLockStatement = "spark_bucketing mark lock"
   /** The statement the extension adds to write a query's rows into a bucketed folder with no catalog entry (WriteBucketedFolder). */
   val WriteFolderStatement = "spark_bucketing write folder"
   /** The table function the extension adds: a folder's rows, read as a table of its description reads them (FolderRelation). */

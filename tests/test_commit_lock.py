@@ -56,7 +56,8 @@ def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock
     # The run holds the lock by its mark and commits on the properties the mark's statement read: the table's
     # properties are read once before the write, and not again.
     shown = [s for s in statements if statement_body(s).lower().startswith("show tblproperties")]
-    assert len(shown) == 1 and statements.index(shown[0]) < statements.index(next(s for s in statements if "__dbt_lock_" in s))
+    marked = next(s for s in statements if "__dbt_lock_" in s)
+    assert len(shown) == 1 and statements.index(shown[0]) < statements.index(marked)
     mark = re.search(r" entry (\S+)$", lock[0]).group(1)
     assert "__dbt_lock_c_" in mark
     ending = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", lock[2], re.S).group(1)))

@@ -21,7 +21,7 @@ from range({start}, {end})
 """
 
 
-def _config(family: str, max_files: int = 3) -> dict:
+def _config(family: str, max_files: int = 3, records: str = "table_properties") -> dict:
     return {
         "materialized": "bucketed_incremental",
         "incremental_strategy": "append",
@@ -30,15 +30,22 @@ def _config(family: str, max_files: int = 3) -> dict:
         "partition_by": ["day"],
         "bucket_hash": family,
         "max_files_per_bucket": max_files,
+        "bucket_records": records,
     }
 
 
-def _write(project, name, family, tag, start, end, days=1, max_files=3):
-    project.write_model(name, SQL.format(tag=tag, start=start, end=end, days=days), _config(family, max_files))
+def _write(project, name, family, tag, start, end, days=1, max_files=3, records="table_properties"):
+    project.write_model(name, SQL.format(tag=tag, start=start, end=end, days=days), _config(family, max_files, records))
 
 
 def _record(spark, table, path="day=2024-01-01"):
+    """The partition's record: in the table's properties (format 1), or in the partition's parameters (format 2)."""
     shown = {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+    if shown.get("spark_bucketing.format_version") == "2":
+        (record,) = [
+            r.record for r in spark.sql(f"select * from spark_bucketing_records('{table}')").collect() if r.path == path
+        ]
+        return json.loads(record)
     return json.loads(shown[f"spark_bucketing.partition.{path}"])
 
 
@@ -56,12 +63,17 @@ def _rows(spark, table):
     return sorted(tuple(r) for r in spark.sql(f"select k, v, cast(day as string) from {table}").collect())
 
 
-@pytest.mark.parametrize("family", ["spark", "hive"])
-def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, family):
-    name = f"adds_{family}"
+@pytest.mark.parametrize(
+    "family, records",
+    [("spark", "table_properties"), ("hive", "table_properties"), ("spark", "partition_parameters")],
+)
+def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, family, records):
+    """In both formats of records: format 2 (partition parameters) reads the
+    touched partitions' records in one statement, and its switch sets them."""
+    name = f"adds_{family}_{records}"
     table = f"{dbt_project.schema}.{name}"
     with extension_on(spark):
-        _write(dbt_project, name, family, "a", 0, 40)
+        _write(dbt_project, name, family, "a", 0, 40, records=records)
         dbt_project.run(name)
         first = _record(spark, table)
         assert first["files"] == 4 and "appended" not in first and first["max_files_per_bucket"] == 3
@@ -69,9 +81,14 @@ def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, fami
 
         # Two appends add a file per bucket each, in the partition's own folder.
         for i, tag in enumerate(["b", "c"], start=1):
-            _write(dbt_project, name, family, tag, 40 * i, 40 * (i + 1))
+            _write(dbt_project, name, family, tag, 40 * i, 40 * (i + 1), records=records)
             before = _folder_files(spark, table)
-            dbt_project.run(name)
+            statements: list[str] = []
+            assert dbt_project.dbt("run", "--select", name, statements=statements).success
+            if records == "partition_parameters":
+                # The records of the touched day alone: the records function with its spec, never the whole listing.
+                reads = [s for s in statements if "spark_bucketing_records(" in s]
+                assert reads and all("'[{" in s for s in reads), reads
             expected = sorted(expected + [(k, f"{tag}-{k}", "2024-01-01") for k in range(40 * i, 40 * (i + 1))])
             assert _rows(spark, table) == expected
             rec = _record(spark, table)
@@ -85,7 +102,7 @@ def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, fami
         assert sorted(tuple(r) for r in grouped) == [(k, 1) for k in range(120)]
 
         # The third append would make 4 files a bucket: the partition is rewritten, one file per bucket.
-        _write(dbt_project, name, family, "d", 120, 160)
+        _write(dbt_project, name, family, "d", 120, 160, records=records)
         dbt_project.run(name)
         expected = sorted(expected + [(k, f"d-{k}", "2024-01-01") for k in range(120, 160)])
         assert _rows(spark, table) == expected
@@ -131,17 +148,20 @@ def test_adding_files_needs_the_extension(spark, dbt_project):
     assert "config 'max_files_per_bucket'" in message and "need the session extension" in message
 
 
+@pytest.mark.parametrize("records", ["table_properties", "partition_parameters"])
 @pytest.mark.parametrize("step", ["after_write", "before_switch", "inside_switch", "before_cleanup"])
-def test_an_append_that_dies_at_a_step_loses_nothing(spark, dbt_project, step):
+def test_an_append_that_dies_at_a_step_loses_nothing(spark, dbt_project, step, records):
     """'inside_switch' stops the switch after its files moved, before their
-    records: the next run completes that append first."""
-    name = f"adds_dies_{step}"
+    records (format 1) or before the step that follows them (format 2, whose
+    records are set with the partitions): the next run completes that append
+    first."""
+    name = f"adds_dies_{step}_{records}"
     table = f"{dbt_project.schema}.{name}"
     with extension_on(spark):
-        _write(dbt_project, name, "spark", "a", 0, 40)
+        _write(dbt_project, name, "spark", "a", 0, 40, records=records)
         dbt_project.run(name)
         before = _rows(spark, table)
-        _write(dbt_project, name, "spark", "b", 40, 80)
+        _write(dbt_project, name, "spark", "b", 40, 80, records=records)
         dbt_project.run(name, expect_ok=False, fail_at=step)
         with_b = sorted(before + [(k, f"b-{k}", "2024-01-01") for k in range(40, 80)])
         assert _rows(spark, table) in (before, with_b)
@@ -152,13 +172,14 @@ def test_an_append_that_dies_at_a_step_loses_nothing(spark, dbt_project, step):
             if r.key.startswith("spark_bucketing.adding.")
         ]
         if step == "inside_switch":
-            # The files moved, their records not written: the append is left for the next run to complete.
+            # The files moved, and the run's payload is left for the next run to complete the append with
+            # (format 1's records not written yet; format 2's set with the partitions).
             assert landed and len(pending) == 1
-            assert _record(spark, table)["files"] == 4
+            assert _record(spark, table)["files"] == (4 if records == "table_properties" else 8)
         else:
             assert not pending
 
-        _write(dbt_project, name, "spark", "c", 80, 120)
+        _write(dbt_project, name, "spark", "c", 80, 120, records=records)
         dbt_project.run(name)
         shown = {r.key for r in spark.sql(f"show tblproperties {table}").collect()}
         assert not [k for k in shown if k.startswith("spark_bucketing.adding.")]
@@ -169,18 +190,23 @@ def test_an_append_that_dies_at_a_step_loses_nothing(spark, dbt_project, step):
         _layout_ok(dbt_project, name)
 
 
-@pytest.mark.parametrize("step", [None, "after_write", "before_switch", "inside_switch", "before_cleanup"])
-def test_a_compaction_rewrites_the_partitions_with_added_files(spark, dbt_project, step):
+@pytest.mark.parametrize(
+    "step, records",
+    [(step, "table_properties") for step in (None, "after_write", "before_switch", "inside_switch", "before_cleanup")]
+    + [(None, "partition_parameters"), ("mid_switch", "partition_parameters")],
+)
+def test_a_compaction_rewrites_the_partitions_with_added_files(spark, dbt_project, step, records):
     """dbt run with the variable spark_bucketing_compact: the partitions that
     took added files are rewritten one file per bucket, under the atomic
     switch (a compaction that dies at a step leaves the rows as they were),
-    and a partition with one file per bucket is left alone."""
-    name = f"compacted_{step or 'ok'}"
+    and a partition with one file per bucket is left alone. In format 2 the
+    compaction finds them in one listing of the partitions' records."""
+    name = f"compacted_{step or 'ok'}_{records}"
     table = f"{dbt_project.schema}.{name}"
     with extension_on(spark):
-        _write(dbt_project, name, "spark", "a", 0, 80, days=2)
+        _write(dbt_project, name, "spark", "a", 0, 80, days=2, records=records)
         dbt_project.run(name)
-        _write(dbt_project, name, "spark", "b", 80, 120)  # day 1 only
+        _write(dbt_project, name, "spark", "b", 80, 120, records=records)  # day 1 only
         dbt_project.run(name)
         untouched = _record(spark, table, "day=2024-01-02")
         assert _record(spark, table)["appended"] == 1

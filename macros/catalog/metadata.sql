@@ -70,6 +70,16 @@
   {{ return(out) }}
 {% endmacro %}
 
+{% macro added_record(spec, s, rec, commit) %}
+  {#- The record `rec` of a partition (read under the commit lock) once the
+      files of `s` (partition_stats) are added to it: the files and rows
+      added, `appended` one more. -#}
+  {%- set rec = rec.copy() -%}
+  {%- do rec.update({'files': rec.files + s.files, 'rows': rec.rows + s.rows, 'appended': rec.get('appended', 0) + 1,
+                     'written_at': run_started_at.isoformat(), 'commit': commit, 'max_files_per_bucket': spec.max_files_per_bucket}) -%}
+  {{ return(rec) }}
+{% endmacro %}
+
 {% macro metadata_properties(spec, stats, accounting=none, commit=none) %}
   {#- Format 1: the properties that record `stats` written with `spec` (by commit number `commit`). -#}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
@@ -124,7 +134,7 @@
     {%- set leftover = spark_bucketing.prefixed_keys(props, prefix ~ 'partition.') -%}
     {%- set out = {'spec': fromjson(props.get(prefix ~ 'spec', 'null')), 'partitions': {}, 'keys': dict(zip(leftover, leftover)), 'table': none, 'version': '2',
                    'summary': summary if summary is mapping and 'specs' in summary else none, 'moving': false,
-                   'commit': props.get(spark_bucketing.commit_key(), '0') | int, 'replaced': spark_bucketing.replaced_entries(props), 'adding': {}} -%}
+                   'commit': props.get(spark_bucketing.commit_key(), '0') | int, 'replaced': spark_bucketing.replaced_entries(props), 'adding': spark_bucketing.adding_entries(props)} -%}
     {%- if records -%}
       {%- do spark_bucketing.require_records_extension(relation, spark_bucketing.extension_loaded(), "cannot be read") -%}
       {%- do out.update({'partitions': dict(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none'))}) -%}

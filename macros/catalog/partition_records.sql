@@ -63,6 +63,23 @@
   {{ return(spark_bucketing.parsed_records(relation, result.columns[0].values() | list, result.columns[1].values() | list)) }}
 {% endmacro %}
 
+{% macro partition_records_of(relation, partitions) %}
+  {#- {path: {'record': record or none, 'location': the partition's folder}}
+      of the listed partitions among `partitions` ([{column: value}]): one
+      metastore call for those partitions alone (the records function's
+      second argument), however many the table has. -#}
+  {%- if not partitions -%}{{ return({}) }}{%- endif -%}
+  {%- set result = run_query('select path, record, location from ' ~ spark_bucketing.records_function() ~ '('
+      ~ spark_bucketing.sql_string(relation | string) ~ ', ' ~ spark_bucketing.sql_string(tojson(partitions)) ~ ')') -%}
+  {%- set paths = result.columns[0].values() | list -%}
+  {%- set records = spark_bucketing.parsed_records(relation, paths, result.columns[1].values() | list) -%}
+  {%- set out = {} -%}
+  {%- for path, location in zip(paths, result.columns[2].values()) -%}
+    {%- do out.update({path: {'record': records[path], 'location': location}}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
 {% macro listed_digest(paths) %}
   {#- A digest of a set of partition paths: one MD5 of them sorted. -#}
   {{ return(local_md5(paths | sort(case_sensitive=true) | join('\n'))) }}

@@ -121,14 +121,10 @@
 
 {% macro added_records(spec, stats, added, meta, commit) %}
   {#- {property key: record} of the partitions of `added` (paths) after the
-      files of `stats` are added to them: their record in `meta` (read under
-      the commit lock) with the files and rows added, `appended` one more. -#}
+      files of `stats` are added to them (added_record), format 1's. -#}
   {%- set out = {} -%}
   {%- for s in stats if s.path in added -%}
-    {%- set rec = meta.partitions[s.path].copy() -%}
-    {%- do rec.update({'files': rec.files + s.files, 'rows': rec.rows + s.rows, 'appended': rec.get('appended', 0) + 1,
-                       'written_at': run_started_at.isoformat(), 'commit': commit, 'max_files_per_bucket': spec.max_files_per_bucket}) -%}
-    {%- do out.update({spark_bucketing.partition_key(s.path): tojson(rec)}) -%}
+    {%- do out.update({spark_bucketing.partition_key(s.path): tojson(spark_bucketing.added_record(spec, s, meta.partitions[s.path], commit))}) -%}
   {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}
@@ -233,6 +229,16 @@
   {%- do spark_bucketing.acquire_commit_lock(rels) -%}
   {%- do spark_bucketing.drop_dead_runs_entries(rels, none, none, rels.side_listing) -%}
   {%- set state = spark_bucketing.commit_state(rels, info, meta, spec, plan, checked, extension) -%}
+  {%- if state.meta.version == '2' and plan.added -%}
+    {#- Format 2 keeps the records in the partitions: those of the ones that take files, read under the lock. -#}
+    {%- set touched = [] -%}
+    {%- for s in checked.stats if spark_bucketing.values_key(s['values'], spec.partition_by) in plan.added -%}
+      {%- do touched.append(s['values']) -%}
+    {%- endfor -%}
+    {%- for path, listed in spark_bucketing.partition_records_of(rels.target, touched).items() if listed.record is not none -%}
+      {%- do state.meta.partitions.update({path: listed.record}) -%}
+    {%- endfor -%}
+  {%- endif -%}
   {%- set added = spark_bucketing.added_paths(spec, checked.stats, plan, state) -%}
   {%- if state.conflict or added.conflict -%}
     {#- discard's error releases the lock (release_held_lock). -#}
@@ -244,7 +250,7 @@
   {%- do spark_bucketing.checkpoint('before_switch') -%}
   {%- do spark_bucketing.check_lock_held(rels) -%}
   {%- if spark_bucketing.records_format(spec) == '2' -%}
-    {%- set switched = spark_bucketing.switch_and_record(rels, state.meta, spec, checked.stats, state.scope, plan.accounting, state.commit) -%}
+    {%- set switched = spark_bucketing.switch_and_record(rels, state.meta, spec, checked.stats, state.scope, plan.accounting, state.commit, state.added) -%}
     {%- set left = switched.left -%}
     {%- set published = {'records': none, 'common': spark_bucketing.common_spec(switched.counts) if switched.counts else spark_bucketing.spec_record(spec),
                          'unlisted_keys': [], 'declared': state.declared, 'written': checked.stats | map(attribute='path') | list} -%}

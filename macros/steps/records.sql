@@ -12,13 +12,18 @@
                                            'release_lock_on_failure': model.get('spark_bucketing_lock_entry')}))) }}
 {% endmacro %}
 
-{% macro record_moves(stats, records, catalog) %}
+{% macro record_moves(stats, records, catalog, added=[], meta=none) %}
   {#- Moves that point each partition of `stats` at its folder with its
       record (`records`: {path: record}), creating those `catalog` (a set of
-      paths) does not list. -#}
+      paths) does not list; those of `added` (paths) keep their folder (the
+      one their record in `meta` names) and take the written files into it. -#}
   {%- set moves = [] -%}
   {%- for s in stats -%}
-    {%- do moves.append({'spec': s['values'], 'location': s.location, 'record': tojson(records[s.path]), 'create': s.path not in catalog}) -%}
+    {%- if s.path in added -%}
+      {%- do moves.append({'spec': s['values'], 'add_files': s.location, 'expect_location': meta.partitions[s.path].location, 'record': tojson(records[s.path])}) -%}
+    {%- else -%}
+      {%- do moves.append({'spec': s['values'], 'location': s.location, 'record': tojson(records[s.path]), 'create': s.path not in catalog}) -%}
+    {%- endif -%}
   {%- endfor -%}
   {{ return(moves) }}
 {% endmacro %}
@@ -40,20 +45,44 @@
   {{ return(moves) }}
 {% endmacro %}
 
-{% macro switch_and_record(rels, meta, spec, stats, scope, accounting, commit) %}
+{% macro format_2_switch(rels, moves, commit) %}
+  {#- Sends format 2's switch of `moves` (record_moves) and returns its
+      result. Only the summary is marked pending first: a table moving from
+      format 1 stays in format 1, its records in its properties, until the
+      summary is written. The commit number goes first too: a run that dies
+      inside the switch has committed. Where partitions take added files,
+      the payload of those moves is kept in the table's properties until
+      their records are set (after the files moved), for the roll-forward of
+      a run that dies in between (finish_added_files), as in format 1. -#}
+  {%- set pending = {spark_bucketing.summary_key(): tojson({'pending': rels.run_id}), spark_bucketing.commit_key(): commit | string} -%}
+  {%- set adds = moves | selectattr('add_files', 'defined') | list -%}
+  {%- if not adds -%}
+    {{ return(run_query(spark_bucketing.switch_with_records_sql(rels.target, moves, pending))) }}
+  {%- endif -%}
+  {%- set adding = spark_bucketing.adding_key(rels.run_id) -%}
+  {%- do pending.update({adding: tojson({'moves': adds, 'table_properties_after': {}})}) -%}
+  {{ return(run_query(spark_bucketing.switch_and_record_sql(rels.target, moves, pending, {}, {}, [adding]))) }}
+{% endmacro %}
+
+{% macro switch_and_record(rels, meta, spec, stats, scope, accounting, commit, added=[]) %}
   {#- Format 2's switch and record, in two statements: the extension's
       switch (the summary marked pending first, then the replaced
       partitions moved and the new ones added, each with its record, the
       emptied ones dropped; a table in format 1 also gets every other
       listed partition's record, from its properties), then the format,
       summary and spec in the table's properties (and format 1's record
-      properties unset).
+      properties unset). The partitions of `added` (paths) take the
+      written files into their own folders, their records (in `meta`, read
+      under the commit lock) counting them (added_record).
       Returns {'left': the replaced partitions' previous folders, 'counts':
       the spec counts after the run, 'listed': the listed paths after it}. -#}
   {%- set before = spark_bucketing.records_to_move(rels.target, meta) if meta.version != '2' else none -%}
   {%- set counts = spark_bucketing.current_counts(rels.target, meta, scope.catalog, before) -%}
   {%- set records = spark_bucketing.stats_records(spec, stats, accounting, commit) -%}
-  {%- set moves = spark_bucketing.record_moves(stats, records, scope.catalog) -%}
+  {%- for s in stats if s.path in added -%}
+    {%- do records.update({s.path: spark_bucketing.added_record(spec, s, meta.partitions[s.path], commit)}) -%}
+  {%- endfor -%}
+  {%- set moves = spark_bucketing.record_moves(stats, records, scope.catalog, added, meta) -%}
   {%- set replaced = stats | map(attribute='path') | select('in', scope.catalog) | list -%}
   {%- for values in scope.emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
   {%- if before is not none -%}
@@ -63,19 +92,14 @@
         | rejectattr('0', 'in', scope.emptied) | list -%}
     {%- do moves.extend(spark_bucketing.record_only_moves(dict(kept))) -%}
   {%- endif -%}
-  {#- Only the summary is marked: a table moving from format 1 stays in
-      format 1, its records in its properties, until the summary is
-      written. -#}
-  {#- The commit number goes first too: a run that dies inside the switch has committed. -#}
-  {%- set pending = {spark_bucketing.summary_key(): tojson({'pending': rels.run_id}), spark_bucketing.commit_key(): commit | string} -%}
-  {%- set result = run_query(spark_bucketing.switch_with_records_sql(rels.target, moves, pending)) -%}
+  {%- set result = spark_bucketing.format_2_switch(rels, moves, commit) -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}
   {#- The switch's rows follow the moves: the written partitions (the
       replaced ones among them), then the dropped ones. -#}
   {%- set rows = zip(moves, result.columns[0].values(), result.columns[1].values()) | list -%}
   {%- set n = stats | length -%}
   {%- set written_rows = rows[:n] -%}
-  {%- set left = written_rows | rejectattr('0.create') | map(attribute='1') | list -%}
+  {%- set left = written_rows | rejectattr('0.create') | rejectattr('0.add_files') | map(attribute='1') | list -%}
   {%- set removed_paths = replaced + (scope.emptied.keys() | list) -%}
   {%- if meta.version == '2' -%}
     {%- set removed_rows = (written_rows | rejectattr('0.create') | list) + rows[n:n + (scope.emptied | length)] -%}

@@ -74,22 +74,23 @@
   {#- Whether an append may add files to the partitions it touches (their
       records decide which: appends_in_place): max_files_per_bucket above 1,
       the session extension (its switch moves the files in and records
-      them in one statement) and records in table properties. -#}
-  {{ return(run.spec.get('max_files_per_bucket', 1) >= 2 and run.extension and spark_bucketing.records_format(run.spec) == '1'
-      and run.meta.version != '2') }}
+      them in one statement), and the table's records kept where the run
+      keeps them (a run that moves them, bucket_records changed, rewrites). -#}
+  {{ return(run.spec.get('max_files_per_bucket', 1) >= 2 and run.extension
+      and (run.meta.version or '1') == spark_bucketing.records_format(run.spec)) }}
 {% endmacro %}
 
 {% macro appends_in_place(run, partitions, batch_start=none) %}
   {#- {values_key: values} of the touched `partitions` that take the new
       rows' files beside their own instead of being rewritten: with
-      max_files_per_bucket above 1, the session extension (its switch moves
-      the files into the partition's folder and records them in one
-      statement) and records in table properties, each partition whose
-      record has this run's spec and room for one more file per bucket
-      (`appended`: the files per bucket added since it was last written
-      whole) and whose folder is the one its record describes (a run that
-      died in its switch can leave a record behind; one DESCRIBE per
-      partition). For a microbatch batch (`batch_start`: the start of its
+      may_add_files, each partition whose record has this run's spec and
+      room for one more file per bucket (`appended`: the files per bucket
+      added since it was last written whole) and whose folder is the one its
+      record describes (a run that died in its switch can leave a record
+      behind). Format 1's records are the table's properties, and each
+      partition's folder takes a DESCRIBE; format 2 reads the touched
+      partitions' records and folders in one statement
+      (partition_records_of). For a microbatch batch (`batch_start`: the start of its
       range), only a partition whose rows all have an earlier event time
       (its record's event_time_before, at or before the start: event_time_bounds).
       The others are rewritten, one file per bucket again: the compaction
@@ -99,9 +100,19 @@
     {{ return({}) }}
   {%- endif -%}
   {%- set by_key = {} -%}
-  {%- for rec in run.meta.partitions.values() if rec['values'] is defined -%}
-    {%- do by_key.update({spark_bucketing.values_key(rec['values'], run.spec.partition_by): rec}) -%}
-  {%- endfor -%}
+  {%- set folders = {} -%}
+  {%- if run.meta.version == '2' -%}
+    {%- for listed in spark_bucketing.partition_records_of(run.existing, partitions).values()
+        if listed.record is not none and listed.record['values'] is defined -%}
+      {%- set key = spark_bucketing.values_key(listed.record['values'], run.spec.partition_by) -%}
+      {%- do by_key.update({key: listed.record}) -%}
+      {%- do folders.update({key: listed.location}) -%}
+    {%- endfor -%}
+  {%- else -%}
+    {%- for rec in run.meta.partitions.values() if rec['values'] is defined -%}
+      {%- do by_key.update({spark_bucketing.values_key(rec['values'], run.spec.partition_by): rec}) -%}
+    {%- endfor -%}
+  {%- endif -%}
   {%- set spec = spark_bucketing.spec_record(run.spec) -%}
   {%- set out = {} -%}
   {%- for values in partitions -%}
@@ -109,7 +120,7 @@
     {%- set rec = by_key.get(key) -%}
     {%- if rec is not none and spark_bucketing.same_spec(rec, spec) and rec.get('appended', 0) + 2 <= limit
         and (batch_start is none or spark_bucketing.event_time_at_or_before(rec.get('event_time_before'), batch_start))
-        and spark_bucketing.same_location(rec.location, spark_bucketing.partition_location(run.existing, values) or '') -%}
+        and spark_bucketing.same_location(rec.location, folders.get(key) or spark_bucketing.partition_location(run.existing, values) or '') -%}
       {%- do out.update({key: values}) -%}
     {%- endif -%}
   {%- endfor -%}

@@ -22,6 +22,10 @@
   {%- endif -%}
   {%- set extension = spark_bucketing.extension_active() -%}
   {%- set meta = spark_bucketing.finished_appends(rels, existing, spark_bucketing.read_metadata(existing, records=false)) -%}
+  {%- if meta.version == '2' -%}
+    {#- Format 2: every partition's record, for the ones that took added files (one listing, as the layout test's). -#}
+    {%- do meta.partitions.update(dict(spark_bucketing.all_partition_records(existing).items() | rejectattr('1', 'none'))) -%}
+  {%- endif -%}
   {%- do spark_bucketing.check_table_shape(spec, info) -%}
   {%- do rels.update({'extension': extension}) -%}
   {{ return({'incr': incr, 'merge': none, 'existing': existing, 'info': info, 'meta': meta, 'full_refresh': false, 'rebuild': false,

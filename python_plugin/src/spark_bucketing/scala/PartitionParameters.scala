@@ -1,11 +1,15 @@
 package sparkbucketing
 
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.{FunctionIdentifier, InternalRow, TableIdentifier}
-import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTablePartition, ExternalCatalogUtils}
+import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTablePartition, CatalogUtils, ExternalCatalogUtils}
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, Expression, ExpressionInfo}
 import org.apache.spark.sql.catalyst.plans.logical.{LocalRelation, LogicalPlan}
 import org.apache.spark.sql.types.StringType
+import org.apache.spark.sql.hive.HiveCatalogPartitions
 import org.apache.spark.unsafe.types.UTF8String
 
 /** A partition's record in its own parameters (metadata format version 2).
@@ -52,32 +56,60 @@ object RecordParameters {
 
 /** Every partition's record of a table whose records live in its partitions:
  *
- *    SELECT path, record FROM spark_bucketing_records('<schema.table>')
+ *    SELECT path, record, location FROM spark_bucketing_records('<schema.table>')
  *
  *  `path` as SHOW PARTITIONS names the partition, `record` the JSON record
- *  or NULL. One metastore call lists every partition with its parameters;
- *  a run never needs this (it reads the records of the partitions it
- *  replaces from its switch); the bucket_metadata test, the package's
- *  readers and a table that changes its declared spec do. */
+ *  or NULL, `location` the partition's folder. One metastore call lists every
+ *  partition with its parameters (the bucket_metadata test, the package's
+ *  readers, a table that changes its declared spec, a compaction). With a
+ *  second argument, a JSON list of partition specs ([{column: value}, ...]),
+ *  only those partitions (the ones the catalog lists), fetched with the table
+ *  read once: an append that adds files reads the records of the partitions
+ *  it touches and nothing else. */
 object TablePartitionRecords {
   val Name: String = Contracts.PartitionRecordsFunction
 
   def description: (FunctionIdentifier, ExpressionInfo, Seq[Expression] => LogicalPlan) = {
+    def text(arg: Expression) =
+      if (arg.foldable && arg.dataType == StringType && arg.eval() != null) Some(arg.eval().toString) else None
     val build: Seq[Expression] => LogicalPlan = {
-      case Seq(arg) if arg.foldable && arg.dataType == StringType && arg.eval() != null =>
+      case Seq(arg) if text(arg).isDefined =>
         val session = SparkSession.active
-        of(session, session.sessionState.sqlParser.parseTableIdentifier(arg.eval().toString))
-      case _ => throw new IllegalArgumentException(s"$Name takes one argument, a table's name as a string literal")
+        of(session, session.sessionState.sqlParser.parseTableIdentifier(text(arg).get), None)
+      case Seq(arg, specs) if text(arg).isDefined && text(specs).isDefined =>
+        val session = SparkSession.active
+        of(session, session.sessionState.sqlParser.parseTableIdentifier(text(arg).get), Some(parseSpecs(text(specs).get)))
+      case _ => throw new IllegalArgumentException(
+        s"$Name takes a table's name as a string literal, and optionally a JSON list of partition specs as a second")
     }
     (FunctionIdentifier(Name), new ExpressionInfo(getClass.getName, Name), build)
   }
 
-  def of(session: SparkSession, name: TableIdentifier): LogicalPlan = {
+  private def parseSpecs(json: String): Seq[Map[String, String]] = {
+    val node = new ObjectMapper().readTree(json)
+    if (!node.isArray) throw new IllegalArgumentException(s"$Name: the partition specs must be a JSON list, got $json")
+    node.elements().asScala.map(_.fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap).toSeq
+  }
+
+  def of(session: SparkSession, name: TableIdentifier, specs: Option[Seq[Map[String, String]]]): LogicalPlan = {
     val catalog = session.sessionState.catalog
     val table = catalog.getTableMetadata(name)
-    val output = Seq(AttributeReference("path", StringType, nullable = false)(), AttributeReference("record", StringType)())
-    val rows = catalog.listPartitions(table.identifier).map { p =>
-      InternalRow(UTF8String.fromString(path(table, p)), RecordParameters.read(p.parameters).map(UTF8String.fromString).orNull)
+    val output = Seq(
+      AttributeReference("path", StringType, nullable = false)(),
+      AttributeReference("record", StringType)(),
+      AttributeReference("location", StringType)())
+    val resolver = session.sessionState.conf.resolver
+    val partitions = specs match {
+      case None => catalog.listPartitions(table.identifier)
+      case Some(wanted) =>
+        // Keys spelled as the table's partition columns (a Hive table's are lower case).
+        val spelled = wanted.map(_.map { case (k, v) => table.partitionColumnNames.find(resolver(_, k)).getOrElse(k) -> v })
+        HiveCatalogPartitions.find(session, table, spelled).flatten
+    }
+    val rows = partitions.map { p =>
+      def utf8(s: Option[String]) = s.map(UTF8String.fromString).orNull
+      InternalRow(UTF8String.fromString(path(table, p)), utf8(RecordParameters.read(p.parameters)),
+        utf8(p.storage.locationUri.map(CatalogUtils.URIToString)))
     }
     LocalRelation(output, rows)
   }

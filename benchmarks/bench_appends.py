@@ -5,6 +5,8 @@ shared cluster serves dbt; the session extension loaded). Sides:
 
 - ours, `max_files_per_bucket=24`: each append adds a file per bucket to
   the day's folder (the extension's switch moves them in and records them);
+- the same with `bucket_records='partition_parameters'` (metadata format 2:
+  the records in the partitions, read for the touched day alone);
 - ours, `max_files_per_bucket=1` (the default): each append rewrites the day
   with its old rows, one file per bucket;
 - stock `incremental` with `append` (`clustered_by`, `buckets`, Parquet):
@@ -61,6 +63,11 @@ SIDES = {
     "ours, adds files": (
         "ap_adds",
         "materialized='bucketed_incremental', bucket_hash='spark', max_files_per_bucket=24",
+    ),
+    "ours, adds, format 2": (
+        "ap_pp_adds",
+        "materialized='bucketed_incremental', bucket_hash='spark', max_files_per_bucket=24, "
+        "bucket_records='partition_parameters'",
     ),
     "ours, rewrites": ("ap_rewrites", "materialized='bucketed_incremental', bucket_hash='spark'"),
     "stock append": ("ap_stock", "materialized='incremental', file_format='parquet'"),

@@ -57,11 +57,11 @@
 {% macro mark_choosing(rels, name) %}
   {#- Creates the run's choosing mark `name`, then lists the entries beside
       the table: {'names': side_listing's names, 'properties': the table's
-      properties read after the listing, or none (also before the table
-      exists)}. With the session
-      extension (rels.extension) one statement does the three (each a round
-      trip of a remote client): a run that holds the lock by its mark starts
-      its commit from those properties (commit_state). -#}
+      properties read after the listing, or none (so before the table
+      exists)}. With the session extension (rels.extension) one statement
+      does the three (each a round trip of a remote client): a run that
+      holds the lock by its mark starts its commit from those properties
+      (commit_state). -#}
   {%- if rels.get('extension') -%}
     {%- set rows = run_query(spark_bucketing.mark_lock_statement() ~ ' ' ~ rels.target ~ ' entry ' ~ name).rows -%}
     {%- set props = rows | selectattr('0', 'equalto', 'property') | list -%}

@@ -302,9 +302,10 @@ case class CleanRunFolders(
  *
  *  creates the run's choosing mark `name` beside the table (a view, as CREATE VIEW .. AS SELECT 1 AS held makes
  *  it), then lists the entries beside the table (`<table>__dbt_*`, as SHOW TABLES .. LIKE lists them), then reads
- *  the table's properties (as SHOW TBLPROPERTIES shows them; none before the table exists), in that order: a run whose listing shows no other
- *  run's entry holds the lock, and its commit starts from the properties read after that. Returns
- *  (kind, name, value) rows: ("entry", name, NULL) per listed entry, ("property", key, value) per property. */
+ *  the table's properties (as SHOW TBLPROPERTIES shows them; none before the table exists), in that order: a run
+ *  whose listing shows no other run's entry holds the lock, and its commit starts from the properties read after
+ *  that. Returns (kind, name, value) rows: ("entry", name, NULL) per listed entry, ("property", key, value) per
+ *  property. */
 case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
@@ -319,8 +320,10 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
     val in = table.database.map(d => s" in ${quoted(d)}").getOrElse("")
     val entries = session.sql(s"show tables$in like '$like'").collect().map(r => Row("entry", r.getString(1), null))
     // A run's first build takes the lock before its table exists.
-    val properties = if (!session.sessionState.catalog.tableExists(table)) Array.empty[Row]
-      else session.sql(s"show tblproperties ${table.quotedString}").collect().map(r => Row("property", r.getString(0), r.getString(1)))
+    val properties =
+      if (!session.sessionState.catalog.tableExists(table)) Array.empty[Row]
+      else session.sql(s"show tblproperties ${table.quotedString}").collect()
+        .map(r => Row("property", r.getString(0), r.getString(1)))
     (entries ++ properties).toSeq
   }
 

@@ -91,7 +91,7 @@ FILE_WEIGHTS = {
     "test_failures.py": 80,
     "test_is_incremental.py": 40,
     "test_microbatch.py": 75,
-    "test_append_files.py": 200,
+    "test_append_files.py": 290,
     "test_bucket_pruning.py": 90,
     "test_schema_change.py": 185,
     "test_commit_lock.py": 30,

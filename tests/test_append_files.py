@@ -65,7 +65,12 @@ def _rows(spark, table):
 
 @pytest.mark.parametrize(
     "family, records",
-    [("spark", "table_properties"), ("hive", "table_properties"), ("spark", "partition_parameters")],
+    [
+        ("spark", "table_properties"),
+        ("hive", "table_properties"),
+        ("spark", "partition_parameters"),
+        ("hive", "partition_parameters"),
+    ],
 )
 def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, family, records):
     """In both formats of records: format 2 (partition parameters) reads the

@@ -96,6 +96,22 @@
   {{ return(none) }}
 {% endmacro %}
 
+{% macro read_added_records(rels, spec, stats, plan, state) %}
+  {#- Format 2 keeps the records in the partitions: those of the written
+      partitions that take files beside their own (plan.added) are the
+      planned ones (appends_in_place) where no run committed since, else
+      read again under the commit lock into state.meta, where added_paths
+      and the switch find them as they find format 1's. -#}
+  {%- if state.meta.version != '2' or not plan.added -%}{{ return(none) }}{%- endif -%}
+  {%- set touched = [] -%}
+  {%- for s in stats if spark_bucketing.values_key(s['values'], spec.partition_by) in plan.added and s.path not in state.meta.partitions -%}
+    {%- do touched.append(s['values']) -%}
+  {%- endfor -%}
+  {%- for path, listed in spark_bucketing.partition_records_of(rels.target, touched).items() if listed.record is not none -%}
+    {%- do state.meta.partitions.update({path: listed.record}) -%}
+  {%- endfor -%}
+{% endmacro %}
+
 {% macro added_paths(spec, stats, plan, state) %}
   {#- {'paths': the written partitions whose files are added beside the
       partition's own (plan.added: appends_in_place), 'conflict': why not,

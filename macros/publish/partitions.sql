@@ -229,16 +229,7 @@
   {%- do spark_bucketing.acquire_commit_lock(rels) -%}
   {%- do spark_bucketing.drop_dead_runs_entries(rels, none, none, rels.side_listing) -%}
   {%- set state = spark_bucketing.commit_state(rels, info, meta, spec, plan, checked, extension) -%}
-  {%- if state.meta.version == '2' and plan.added -%}
-    {#- Format 2 keeps the records in the partitions: those of the ones that take files, read under the lock. -#}
-    {%- set touched = [] -%}
-    {%- for s in checked.stats if spark_bucketing.values_key(s['values'], spec.partition_by) in plan.added -%}
-      {%- do touched.append(s['values']) -%}
-    {%- endfor -%}
-    {%- for path, listed in spark_bucketing.partition_records_of(rels.target, touched).items() if listed.record is not none -%}
-      {%- do state.meta.partitions.update({path: listed.record}) -%}
-    {%- endfor -%}
-  {%- endif -%}
+  {%- do spark_bucketing.read_added_records(rels, spec, checked.stats, plan, state) -%}
   {%- set added = spark_bucketing.added_paths(spec, checked.stats, plan, state) -%}
   {%- if state.conflict or added.conflict -%}
     {#- discard's error releases the lock (release_held_lock). -#}

@@ -12,15 +12,16 @@
                                            'release_lock_on_failure': model.get('spark_bucketing_lock_entry')}))) }}
 {% endmacro %}
 
-{% macro record_moves(stats, records, catalog, added=[], meta=none) %}
+{% macro record_moves(stats, records, catalog, added=[]) %}
   {#- Moves that point each partition of `stats` at its folder with its
       record (`records`: {path: record}), creating those `catalog` (a set of
       paths) does not list; those of `added` (paths) keep their folder (the
-      one their record in `meta` names) and take the written files into it. -#}
+      one their record names: added_record keeps it) and take the written
+      files into it. -#}
   {%- set moves = [] -%}
   {%- for s in stats -%}
     {%- if s.path in added -%}
-      {%- do moves.append({'spec': s['values'], 'add_files': s.location, 'expect_location': meta.partitions[s.path].location, 'record': tojson(records[s.path])}) -%}
+      {%- do moves.append({'spec': s['values'], 'add_files': s.location, 'expect_location': records[s.path].location, 'record': tojson(records[s.path])}) -%}
     {%- else -%}
       {%- do moves.append({'spec': s['values'], 'location': s.location, 'record': tojson(records[s.path]), 'create': s.path not in catalog}) -%}
     {%- endif -%}
@@ -82,7 +83,7 @@
   {%- for s in stats if s.path in added -%}
     {%- do records.update({s.path: spark_bucketing.added_record(spec, s, meta.partitions[s.path], commit)}) -%}
   {%- endfor -%}
-  {%- set moves = spark_bucketing.record_moves(stats, records, scope.catalog, added, meta) -%}
+  {%- set moves = spark_bucketing.record_moves(stats, records, scope.catalog, added) -%}
   {%- set replaced = stats | map(attribute='path') | select('in', scope.catalog) | list -%}
   {%- for values in scope.emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
   {%- if before is not none -%}

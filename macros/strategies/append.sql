@@ -90,7 +90,8 @@
       behind). Format 1's records are the table's properties, and each
       partition's folder takes a DESCRIBE; format 2 reads the touched
       partitions' records and folders in one statement
-      (partition_records_of). For a microbatch batch (`batch_start`: the start of its
+      (partition_records_of) and keeps the records in run.meta, where the
+      commit finds them as it finds format 1's (publish_partitions). For a microbatch batch (`batch_start`: the start of its
       range), only a partition whose rows all have an earlier event time
       (its record's event_time_before, at or before the start: event_time_bounds).
       The others are rewritten, one file per bucket again: the compaction
@@ -102,11 +103,12 @@
   {%- set by_key = {} -%}
   {%- set folders = {} -%}
   {%- if run.meta.version == '2' -%}
-    {%- for listed in spark_bucketing.partition_records_of(run.existing, partitions).values()
+    {%- for path, listed in spark_bucketing.partition_records_of(run.existing, partitions).items()
         if listed.record is not none and listed.record['values'] is defined -%}
       {%- set key = spark_bucketing.values_key(listed.record['values'], run.spec.partition_by) -%}
       {%- do by_key.update({key: listed.record}) -%}
       {%- do folders.update({key: listed.location}) -%}
+      {%- do run.meta.partitions.update({path: listed.record}) -%}
     {%- endfor -%}
   {%- else -%}
     {%- for rec in run.meta.partitions.values() if rec['values'] is defined -%}

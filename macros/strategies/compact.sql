@@ -24,7 +24,7 @@
   {%- set meta = spark_bucketing.finished_appends(rels, existing, spark_bucketing.read_metadata(existing, records=false)) -%}
   {%- if meta.version == '2' -%}
     {#- Format 2: every partition's record, for the ones that took added files (one listing, as the layout test's). -#}
-    {%- do meta.partitions.update(dict(spark_bucketing.all_partition_records(existing).items() | rejectattr('1', 'none'))) -%}
+    {%- set meta = spark_bucketing.read_metadata(existing) -%}
   {%- endif -%}
   {%- do spark_bucketing.check_table_shape(spec, info) -%}
   {%- do rels.update({'extension': extension}) -%}

@@ -58,12 +58,41 @@ def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock
     shown = [s for s in statements if statement_body(s).lower().startswith("show tblproperties")]
     marked = next(s for s in statements if "__dbt_lock_" in s)
     assert len(shown) == 1 and statements.index(shown[0]) < statements.index(marked)
+    # The table's partitions are listed once too, by the mark's statement, under the lock: no SHOW PARTITIONS.
+    assert not [s for s in statements if statement_body(s).lower().startswith("show partitions")]
     mark = re.search(r" entry (\S+)$", lock[0]).group(1)
     assert "__dbt_lock_c_" in mark
     ending = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", lock[2], re.S).group(1)))
     assert ending["release_lock"] == f"{dbt_project.schema}.{mark}"
     left = [r.tableName for r in spark.sql(f"show tables in {dbt_project.schema} like '{name}__dbt_lock_*'").collect()]
     assert left == []
+
+
+def test_the_mark_statement_reads_what_show_tblproperties_and_show_partitions_read(spark, dbt_project):
+    """The extension's mark statement creates the mark, then returns the
+    entries beside the table, its properties and its partitions' paths, as
+    SHOW TABLES, SHOW TBLPROPERTIES and SHOW PARTITIONS give them (a path
+    with a character Hive escapes too); before the table exists, only the
+    entries."""
+    schema = dbt_project.schema
+    table = f"{schema}.lock_reads"
+    mark = "__dbt_lock_c_1_r1_aaaaaabbbbbb"
+    spark.sql(f"create table {table} (k int, p string) using parquet partitioned by (p) tblproperties ('a' = 'b')")
+    spark.sql(f"insert into {table} values (1, 'x'), (2, 'y/z'), (3, '')")
+    with extension_on(spark):
+        rows = spark.sql(f"{contracts.MARK_LOCK_STATEMENT} {table} entry lock_reads{mark}").collect()
+        missing = spark.sql(f"{contracts.MARK_LOCK_STATEMENT} {schema}.lock_none entry lock_none{mark}").collect()
+    kinds = ("entry", "property", "partition")
+    by_kind = {kind: [(r.name, r.value) for r in rows if r.kind == kind] for kind in kinds}
+    assert by_kind["entry"] == [(f"lock_reads{mark}", None)]
+    shown = spark.sql(f"show tblproperties {table}").collect()
+    assert sorted(by_kind["property"]) == sorted((r[0], r[1]) for r in shown)
+    listed = spark.sql(f"show partitions {table}").collect()
+    assert sorted(by_kind["partition"]) == sorted((r[0], None) for r in listed)
+    assert len(by_kind["partition"]) == 3 and len(rows) == sum(len(v) for v in by_kind.values())
+    assert [(r.kind, r.name) for r in missing] == [("entry", f"lock_none{mark}")]
+    for name in ("lock_reads", "lock_none"):
+        spark.sql(f"drop view {schema}.{name}{mark}")
 
 
 def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, dbt_project):

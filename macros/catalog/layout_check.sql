@@ -23,10 +23,12 @@
   {{ return(groups) }}
 {% endmacro %}
 
-{% macro checked_layout(relation, partition_by, groups, other=none, listing=true, reads='rows') %}
+{% macro checked_layout(relation, partition_by, groups, other=none, listing=true, reads='rows', rows=none) %}
   {#- Runs the check on `relation` against `groups`: layout_report()'s
-      result, plus 'other': the partition stats of `other` (see layout_sql). -#}
-  {%- set checked, listed = spark_bucketing.split_other(run_query(spark_bucketing.layout_sql(relation, partition_by, groups, other, listing, reads))) -%}
+      result, plus 'other': the partition stats of `other` (see layout_sql).
+      `rows`: the result of that query, run already (write_check_sql). -#}
+  {%- set rows = rows if rows is not none else run_query(spark_bucketing.layout_sql(relation, partition_by, groups, other, listing, reads)) -%}
+  {%- set checked, listed = spark_bucketing.split_other(rows) -%}
   {%- set report = spark_bucketing.layout_report(checked, partition_by, groups) -%}
   {%- do report.update({'other': spark_bucketing.folder_stats(listed, partition_by, '__sb_listed')}) -%}
   {{ return(report) }}
@@ -49,14 +51,23 @@
   {{ return(report.files | rejectattr('problem', 'none') | list) }}
 {% endmacro %}
 
-{% macro checked_stats(relation, spec, other=none, reads='rows') %}
+{% macro write_check_sql(relation, spec, reads, other=none) %}
+  {#- The query checked_stats runs on a write this run made; a statement
+      that writes and checks at once runs it too (write_bucketed_folder's
+      `then`). -#}
+  {{ return(spark_bucketing.layout_sql(relation, spec.partition_by, [(spark_bucketing.spec_record(spec), none)], other, false, reads)) }}
+{% endmacro %}
+
+{% macro checked_stats(relation, spec, other=none, reads='rows', rows=none) %}
   {#- The check of a write this run made, and its partition stats, from
       one query: {'stats': [folder_stats entries], 'problems': count,
       'lines': [file: problem], 'other': [folder_stats entries of `other`]}.
-      `reads` other than 'rows': the files' structure only (check_reads). -#}
+      `reads` other than 'rows': the files' structure only (check_reads).
+      `rows`: the result of write_check_sql, run with the write. -#}
   {%- set groups = [(spark_bucketing.spec_record(spec), none)] -%}
   {%- if reads == 'rows' -%}{%- do spark_bucketing.check_groups(relation, groups) -%}{%- endif -%}
-  {%- set report = spark_bucketing.checked_layout(relation, spec.partition_by, groups, other, listing=false, reads=reads) -%}
+  {%- set rows = rows if rows is not none else run_query(spark_bucketing.write_check_sql(relation, spec, reads, other)) -%}
+  {%- set report = spark_bucketing.checked_layout(relation, spec.partition_by, groups, rows=rows) -%}
   {%- set out = {'stats': [], 'problems': 0, 'lines': [], 'other': report.other} -%}
   {%- for part in report.partitions -%}
     {%- do out.stats.append({'path': part.path, 'location': part.location, 'files': part.files, 'rows': part.rows, 'values': part['values']}) -%}

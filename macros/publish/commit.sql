@@ -3,7 +3,7 @@
     this run read the table, and the check that no such commit touched the
     partitions whose old rows this run's rows were made from. -#}
 
-{% macro replacement_scope(rels, spec, replaced_partitions, extension, listed) %}
+{% macro replacement_scope(rels, spec, replaced_partitions, extension, listed, catalog=none) %}
   {#- What a write replaces, from the catalog: {'listed': the written
       partitions, {path: values}, 'catalog': the paths of the table's
       partitions (a set), 'emptied': {path: values} of replaced partitions
@@ -13,8 +13,10 @@
       'other': a files_sql of the replaced partitions whose folders are
       wanted (all of them, or with 'batched' the emptied ones), or none}.
       Nothing here takes a Jinja step per partition of the table: a table of
-      10,000 partitions pays seconds for each. -#}
-  {%- set catalog = spark_bucketing.catalog_paths(rels.target) -%}
+      10,000 partitions pays seconds for each. `catalog`: the table's
+      partition paths where the run has them already (read with its commit
+      lock's mark, mark_choosing), else listed here. -#}
+  {%- set catalog = set(catalog) if catalog is not none else spark_bucketing.catalog_paths(rels.target) -%}
   {%- set to_replace = spark_bucketing.static_values(spec, replaced_partitions) -%}
   {%- set emptied = {} -%}
   {#- Only static partitions (and a merge's scope) are replaced without new
@@ -48,11 +50,13 @@
   {#- The table as this run publishes into it, read under the commit lock:
       {'info', 'meta', 'scope', 'replaced', 'commit': this commit's number}.
       Where no run committed since this run read the table (the same commit
-      number), what the run planned from; else read again (the table's
+      number), what the run planned from (and a bucketed folder's scope,
+      read now); else read again (the table's
       description, its metadata, the scope of the switch and the folders it
       replaces), and 'conflict': why the run must not publish (conflict), or none. -#}
   {#- Read with the lock's mark where the run holds the lock by it (mark_choosing). -#}
   {%- set fresh = spark_bucketing.read_metadata(rels.target, rels.pop('locked_properties', none), records=false) -%}
+  {%- set catalog = rels.pop('locked_partitions', none) -%}
   {%- if fresh.adding -%}
     {#- A run died while its switch moved an append's files (after this run
         started): completed first; its records carry its commit, so the
@@ -61,10 +65,14 @@
     {%- set fresh = spark_bucketing.read_metadata(rels.target, records=false) -%}
   {%- endif -%}
   {%- if fresh.commit == meta.commit -%}
-    {{ return({'info': info, 'meta': meta, 'scope': checked.scope, 'replaced': checked.replaced, 'commit': meta.commit + 1, 'conflict': none}) }}
+    {#- A bucketed folder's scope is read here, under the lock (verify_partitions). -#}
+    {%- set scope = checked.scope if checked.scope is not none
+        else spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, catalog) -%}
+    {%- set replaced = checked.replaced if checked.scope is not none else spark_bucketing.replaced_folders(scope, spec) -%}
+    {{ return({'info': info, 'meta': meta, 'scope': scope, 'replaced': replaced, 'commit': meta.commit + 1, 'conflict': none}) }}
   {%- endif -%}
   {%- set now_info = spark_bucketing.table_info(rels.target) -%}
-  {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.scope.listed) -%}
+  {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, catalog) -%}
   {%- set conflict = spark_bucketing.conflict(rels, info, now_info, meta, fresh, plan, scope) -%}
   {%- do log("spark_bucketing: " ~ rels.target ~ ": " ~ (fresh.commit - meta.commit) ~ " commit(s) of other runs since this run read the table; its switch is planned on the table as they left it", info=true) -%}
   {{ return({'info': now_info, 'meta': fresh, 'scope': scope, 'replaced': {} if conflict else spark_bucketing.replaced_folders(scope, spec),

@@ -8,10 +8,11 @@
       no catalog entry where the session extension can (writes_folders,
       write_bucketed_folder), else through the side table rels.incr.
       Returns what was written: {'relation': the side table or none,
-      'folder': the folder's description or none}. -#}
+      'folder': the folder's description or none, and with a folder
+      'check': its check's rows, run by the same statement}. -#}
   {%- if spark_bucketing.writes_folders(spec, extension) -%}
-    {%- set folder = spark_bucketing.write_bucketed_folder(spec, columns, plan.content, location, plan.bucketed_rows) -%}
-    {{ return({'relation': none, 'folder': folder}) }}
+    {%- set check = spark_bucketing.folder_check_sql(spec, columns, location) -%}
+    {{ return(spark_bucketing.write_bucketed_folder(spec, columns, plan.content, location, plan.bucketed_rows, check)) }}
   {%- endif -%}
   {%- do spark_bucketing.build_bucketed_relation(rels.incr, spec, columns, plan.content, location, plan.bucketed_rows) -%}
   {{ return({'relation': rels.incr, 'folder': none}) }}
@@ -19,32 +20,33 @@
 
 {% macro verify_partitions(rels, spec, location, written, plan, extension) %}
   {#- Every check of the written partitions before anything is published,
-      and what they replace: {'stats': the written partitions, 'scope':
-      replacement_scope, 'replaced': {path: stats of the folder it
-      replaces}}. A side table's partitions come from its catalog, and the
-      replaced partitions' folders are listed by the check's query. A
-      bucketed folder's partitions are those the check finds (its listing
-      and footers, no Spark job); the replaced folders the switch does not
-      report (emptied partitions) are listed by a query of their own. -#}
+      and what they replace: {'stats': the written partitions, 'listed':
+      {path: values} of them, 'scope': replacement_scope, 'replaced':
+      {path: stats of the folder it replaces}}. A side table's partitions
+      come from its catalog, and the replaced partitions' folders are
+      listed by the check's query. A bucketed folder's partitions are those
+      the check finds (its listing and footers, no Spark job); its scope
+      and replaced folders are none: read under the commit lock
+      (commit_state), where the lock's first statement lists the table's
+      partitions. -#}
   {%- if written.folder is not none -%}
     {%- set checked = plan.checked or spark_bucketing.verify_write(written, spec, location, rels) -%}
     {%- set listed = {} -%}
     {%- for s in checked.stats -%}{%- do listed.update({s.path: s['values']}) -%}{%- endfor -%}
-    {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, listed) -%}
     {%- do spark_bucketing.check_side_partitions(written, rels, location, checked.stats, none) -%}
-    {%- set other = spark_bucketing.replaced_folders(scope, spec).values() | list -%}
+    {%- set out = {'stats': checked.stats, 'listed': listed, 'scope': none, 'replaced': none} -%}
   {%- else -%}
     {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, spark_bucketing.catalog_partitions(written.relation)) -%}
     {%- set checked = spark_bucketing.verify_write(written, spec, location, rels, scope.other) -%}
     {%- do spark_bucketing.check_side_partitions(written, rels, location, checked.stats, scope.listed) -%}
-    {%- set other = checked.other -%}
+    {%- set replaced = {} -%}
+    {%- for s in checked.other -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
+    {%- set out = {'stats': checked.stats, 'listed': scope.listed, 'scope': scope, 'replaced': replaced} -%}
   {%- endif -%}
   {%- if plan.accounting is not none -%}
     {%- do spark_bucketing.check_row_accounting(written, location, rels, spec.partition_by, checked.stats, plan.accounting) -%}
   {%- endif -%}
-  {%- set replaced = {} -%}
-  {%- for s in other -%}{%- do replaced.update({s.path: s}) -%}{%- endfor -%}
-  {{ return({'stats': checked.stats, 'scope': scope, 'replaced': replaced}) }}
+  {{ return(out) }}
 {% endmacro %}
 
 {% macro undeclare_other_spec(rels, info, spec) %}

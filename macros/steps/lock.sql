@@ -57,19 +57,20 @@
 {% macro mark_choosing(rels, name) %}
   {#- Creates the run's choosing mark `name`, then lists the entries beside
       the table: {'names': side_listing's names, 'properties': the table's
-      properties read after the listing, or none (so before the table
-      exists)}. With the session extension (rels.extension) one statement
-      does the three (each a round trip of a remote client): a run that
-      holds the lock by its mark starts its commit from those properties
-      (commit_state). -#}
+      properties read after the listing, 'partitions': its partitions'
+      paths read after it, or none for both (so before the table exists)}.
+      With the session extension (rels.extension) one statement does the
+      four (each a round trip of a remote client): a run that holds the
+      lock by its mark starts its commit from what it read (commit_state). -#}
   {%- if rels.get('extension') -%}
     {%- set rows = run_query(spark_bucketing.mark_lock_statement() ~ ' ' ~ rels.target ~ ' entry ' ~ name).rows -%}
     {%- set props = rows | selectattr('0', 'equalto', 'property') | list -%}
     {{ return({'names': rows | selectattr('0', 'equalto', 'entry') | map(attribute='1') | list,
-               'properties': dict(zip(props | map(attribute='1'), props | map(attribute='2'))) if props else none}) }}
+               'properties': dict(zip(props | map(attribute='1'), props | map(attribute='2'))) if props else none,
+               'partitions': rows | selectattr('0', 'equalto', 'partition') | map(attribute='1') | list if props else none}) }}
   {%- endif -%}
   {%- do spark_bucketing.create_lock_entry(rels, name) -%}
-  {{ return({'names': spark_bucketing.side_listing(rels.target, rels.target.identifier), 'properties': none}) }}
+  {{ return({'names': spark_bucketing.side_listing(rels.target, rels.target.identifier), 'properties': none, 'partitions': none}) }}
 {% endmacro %}
 
 {% macro take_ticket(rels) %}
@@ -80,7 +81,7 @@
       release, instead of 6): of two runs that mark themselves at once, the
       one that lists second sees the other's mark, so at most one sees
       none; and every other run waits while a mark stands. -#}
-  {%- do rels.pop('locked_properties', none) -%}
+  {%- do spark_bucketing.forget_locked_reads(rels) -%}
   {%- set prefix = spark_bucketing.lock_prefix(rels.target.identifier) -%}
   {%- set choosing = prefix ~ 'c_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
   {%- set marked = spark_bucketing.mark_choosing(rels, choosing) -%}
@@ -88,7 +89,9 @@
   {%- do rels.update({'side_listing': marked.names}) -%}
   {%- set others = spark_bucketing.lock_entries(rels.target, rels.target.identifier, marked.names) | rejectattr('run', 'equalto', rels.run_id) | list -%}
   {%- if not others -%}
-    {%- if marked.properties is not none -%}{%- do rels.update({'locked_properties': marked.properties}) -%}{%- endif -%}
+    {%- if marked.properties is not none -%}
+      {%- do rels.update({'locked_properties': marked.properties, 'locked_partitions': marked.partitions}) -%}
+    {%- endif -%}
     {{ return({'name': choosing, 'held': true}) }}
   {%- endif -%}
   {%- set tickets = others | rejectattr('ticket', 'none') | map(attribute='ticket') | list -%}
@@ -147,8 +150,14 @@
 {% macro forget_commit_lock(rels) %}
   {#- After a statement that released the lock (end_commit). -#}
   {%- do rels.pop('lock_ticket') -%}
-  {%- do rels.pop('locked_properties', none) -%}
+  {%- do spark_bucketing.forget_locked_reads(rels) -%}
   {%- do model.pop('spark_bucketing_lock_entry', none) -%}
+{% endmacro %}
+
+{% macro forget_locked_reads(rels) %}
+  {#- What a run read with its lock's mark (mark_choosing), unused: read again where it is needed. -#}
+  {%- do rels.pop('locked_properties', none) -%}
+  {%- do rels.pop('locked_partitions', none) -%}
 {% endmacro %}
 
 {% macro entry_epoch(name) %}

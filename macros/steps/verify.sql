@@ -38,13 +38,25 @@
   {{ return('footers' if folder else 'files') }}
 {% endmacro %}
 
+{% macro folder_check_sql(spec, columns, location) %}
+  {#- The query verify_write runs on the bucketed folder at `location`
+      (bucketed_folder) once written, where the check reads the files'
+      footers (check_reads), for the write to run in the same statement
+      (write_bucketed_folder's `then`): a round trip saved. Else none. -#}
+  {%- if spec.verify_layout and spark_bucketing.check_reads(spec, true) == 'footers' -%}
+    {{ return(spark_bucketing.write_check_sql(spark_bucketing.bucketed_folder(spec, columns, location), spec, 'footers')) }}
+  {%- endif -%}
+  {{ return(none) }}
+{% endmacro %}
+
 {% macro verify_write(written, spec, location, rels, other=none) %}
   {#- Checks a new write (unless verify_layout is false) and returns its
       partition stats, both from one query: {'stats': [...], 'other': the
       partition stats of `other`, a files_sql listed by the same query}. A
       write that breaks its layout is discarded and fails the run.
       `written`: {'relation': the side table written, or none, 'folder': the
-      bucketed folder written (write_folder's description), or none}. -#}
+      bucketed folder written (write_folder's description), or none,
+      'check': the check's rows where the write ran it (folder_check_sql)}. -#}
   {%- set source = written.folder if written.folder is not none else written.relation -%}
   {%- if not spec.verify_layout -%}
     {%- set listing -%}
@@ -61,7 +73,7 @@
   {%- set reads = spark_bucketing.check_reads(spec, written.folder is not none) -%}
   {#- A folder's rows are read through the extension's table function. -#}
   {%- set source = spark_bucketing.folder_source(written.folder) if written.folder is not none and reads == 'rows' else source -%}
-  {%- set checked = spark_bucketing.checked_stats(source, spec, other, reads) -%}
+  {%- set checked = spark_bucketing.checked_stats(source, spec, other, reads, written.get('check') if other is none else none) -%}
   {%- if checked.problems > 0 -%}
     {%- set more = checked.problems - checked.lines | length -%}
     {%- do spark_bucketing.discard(written, location, rels,

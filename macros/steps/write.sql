@@ -90,13 +90,16 @@
   {{ return(routed) }}
 {% endmacro %}
 
-{% macro write_bucketed_folder(spec, columns, sql, location, bucketed_rows) %}
+{% macro write_bucketed_folder(spec, columns, sql, location, bucketed_rows, then=none) %}
   {#- Writes the rows of `sql` as `spec`'s buckets into the new folder
       `location` through the session extension (write_folder): the files,
       names and sort Spark's writer gives a table of that spec. Hive's v1
       rows are checked against Hive's own hash as they are written
       (hive_rows_checked_sql); Hive's v2 rows are placed by v2, which
-      Spark's Hive writer cannot do. Returns the folder's description. -#}
+      Spark's Hive writer cannot do. `then`: a query run in the same
+      statement once the folder is written (the write's check,
+      folder_check_sql). Returns what was written, {'relation': none,
+      'folder': the folder's description, 'check': `then`'s rows or none}. -#}
   {%- set folder = spark_bucketing.bucketed_folder(spec, columns, location) -%}
   {%- if folder.get('bucketing_version') == 1 -%}
     {%- do spark_bucketing.register_hash_functions() -%}
@@ -105,10 +108,10 @@
   {%- else -%}
     {%- set rows_sql = spark_bucketing.bucketed_write_sql(spec, columns, sql, bucketed_rows) -%}
   {%- endif -%}
-  {{ return(spark_bucketing.write_folder(folder, rows_sql)) }}
+  {{ return({'relation': none, 'folder': folder, 'check': spark_bucketing.write_folder(folder, rows_sql, then=then)}) }}
 {% endmacro %}
 
-{% macro write_folder(folder, sql, statement_name='main') %}
+{% macro write_folder(folder, sql, statement_name='main', then=none) %}
   {#- Through the session extension: writes the rows of `sql` (in the
       folder's column order) into the new folder `folder` describes
       (folder_description) as an INSERT INTO a table of that description
@@ -117,12 +120,15 @@
       no side table to create and drop, no partition added to the
       metastore. The statement refuses a folder that exists
       (`statement_name`: dbt's name for it; 'main' is the model's write).
-      Returns `folder`. -#}
-  {%- call statement(statement_name) -%}
-    {{ spark_bucketing.write_folder_statement() }} {{ spark_bucketing.sql_string(tojson(folder)) }} as
+      `then`: a query the statement runs once the folder is written, as a
+      statement of its own would see it, a round trip saved; returns its
+      rows (else none). -#}
+  {%- call statement(statement_name, fetch_result=then is not none) -%}
+    {{ spark_bucketing.write_folder_statement() }} {{ spark_bucketing.sql_string(tojson(folder)) }}
+    {%- if then is not none %} then {{ spark_bucketing.sql_string(then) }}{% endif %} as
     {{ sql }}
   {%- endcall -%}
-  {{ return(folder) }}
+  {{ return(load_result(statement_name).table if then is not none else none) }}
 {% endmacro %}
 
 {% macro build_bucketed_relation(relation, spec, columns, sql, location, bucketed_rows=false) %}
@@ -190,8 +196,8 @@
   {%- set ordered = spark_bucketing.partition_columns_last(columns.keys() | list, partition_by) -%}
   {%- set rows_sql = 'select ' ~ (spark_bucketing.quoted(ordered) | join(', ')) ~ ' from (' ~ sql ~ ') as __sb_model' -%}
   {%- if extension -%}
-    {%- set folder = spark_bucketing.write_folder(spark_bucketing.folder_description(location, 'parquet', columns, partition_by), rows_sql,
-        'spark_bucketing_stage_rows') -%}
+    {%- set folder = spark_bucketing.folder_description(location, 'parquet', columns, partition_by) -%}
+    {%- do spark_bucketing.write_folder(folder, rows_sql, 'spark_bucketing_stage_rows') -%}
     {{ return({'source': spark_bucketing.folder_source(folder),
                'relation': none, 'folder': folder}) }}
   {%- endif -%}

@@ -54,7 +54,8 @@
       Else it is the staged rows of staged_append_plan, and the partitions
       it cannot add to are rewritten with their old rows. -#}
   {%- set location = spark_bucketing.stage_location(run) -%}
-  {%- set written = {'relation': none, 'folder': spark_bucketing.write_bucketed_folder(run.spec, run.columns, run.new_sql, location, false)} -%}
+  {%- set check = spark_bucketing.folder_check_sql(run.spec, run.columns, location) -%}
+  {%- set written = spark_bucketing.write_bucketed_folder(run.spec, run.columns, run.new_sql, location, false, check) -%}
   {#- The write's check lists the partitions too. -#}
   {%- set checked = spark_bucketing.verify_write(written, run.spec, location, rels) -%}
   {%- set staged = {'source': spark_bucketing.folder_source(written.folder), 'relation': none, 'folder': written.folder,

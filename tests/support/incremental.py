@@ -3,6 +3,7 @@ of what the table must hold after each run."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -10,7 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from harness.dbt_project import DbtProject, failure_text, node_messages, with_vars
-from spark_bucketing import hashing
+from spark_bucketing import contracts, hashing
 from spark_bucketing.files import bucket_of, local_path
 from spark_bucketing.metadata import SparkClient, read_table_metadata
 
@@ -115,6 +116,18 @@ def run_statements(project: DbtProject, name: str, vars_: dict) -> list[str]:
 def statement_body(statement: str) -> str:
     """A statement dbt sent, without the comment dbt puts before it."""
     return statement.split("*/", 1)[-1].strip()
+
+
+def write_check(statements: list[str]) -> tuple[str, bool]:
+    """The query that checked a run's write, among the run's statement
+    bodies, and whether it rode in the extension's folder write (its `then`,
+    one round trip) rather than running as a statement of its own."""
+    (check,) = [s for s in statements if "__sb_file_bucket" in s]
+    if not check.lower().startswith(contracts.WRITE_FOLDER_STATEMENT):
+        return check, False
+    literal = re.search(r"\sthen\s+'((?:[^'\\]|\\.)*)'", check)
+    assert literal, check[:300]
+    return re.sub(r"\\(.)", r"\1", literal.group(1)), True
 
 
 def table_rows(spark: SparkSession, table: str) -> Counter:

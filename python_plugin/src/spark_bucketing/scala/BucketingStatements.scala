@@ -126,7 +126,8 @@ case class SwitchPartitionLocations(
     def parameters(old: Map[String, String], move: PartitionMove) =
       move.record.map(r => RecordParameters.without(old) ++ RecordParameters.of(r)).getOrElse(old)
     def uri(location: String) = CatalogUtils.stringToURI(location)
-    val updated = found.zip(existing).map { case (old, (move, _)) =>
+    // A format-1 append's partition keeps its folder and parameters (its record is a table property): not altered.
+    val updated = found.zip(existing).collect { case (old, (move, _)) if move.location.isDefined || move.record.isDefined =>
       old.copy(
         storage = move.location.map(l => old.storage.copy(locationUri = Some(uri(l)))).getOrElse(old.storage),
         parameters = parameters(old.parameters, move))
@@ -161,7 +162,10 @@ case class SwitchPartitionLocations(
         catalog.alterTable(before.copy(properties = before.properties ++ tablePropertiesAfter -- unsetAfter))
       }
     } finally {
-      if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty) session.catalog.refreshTable(meta.identifier.quotedString)
+      // Added files change a folder's listing, which Spark caches too.
+      if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty || adds.nonEmpty) {
+        session.catalog.refreshTable(meta.identifier.quotedString)
+      }
     }
     val previous = (existing.map(_._2).zip(found.map(Option(_))) ++ dropped.map(_._2).zip(droppedFound)).toMap
     specs.map(spec => previous.get(spec).flatten match {
@@ -296,16 +300,16 @@ case class CleanRunFolders(
 }
 
 /** The first step of a run's commit lock (macros/steps/lock.sql, take_ticket) and what the run reads next where it
- *  holds the lock by it, in one statement instead of three round trips of a remote client:
+ *  holds the lock by it, in one statement instead of four round trips of a remote client:
  *
  *    SPARK_BUCKETING MARK LOCK <table> ENTRY <name>
  *
  *  creates the run's choosing mark `name` beside the table (a view, as CREATE VIEW .. AS SELECT 1 AS held makes
  *  it), then lists the entries beside the table (`<table>__dbt_*`, as SHOW TABLES .. LIKE lists them), then reads
- *  the table's properties (as SHOW TBLPROPERTIES shows them; none before the table exists), in that order: a run
- *  whose listing shows no other run's entry holds the lock, and its commit starts from the properties read after
- *  that. Returns (kind, name, value) rows: ("entry", name, NULL) per listed entry, ("property", key, value) per
- *  property. */
+ *  the table's properties (as SHOW TBLPROPERTIES shows them) and its partitions' names (as SHOW PARTITIONS lists
+ *  them; neither before the table exists), in that order: a run whose listing shows no other run's entry holds the
+ *  lock, and its commit starts from what was read after that. Returns (kind, name, value) rows: ("entry", name,
+ *  NULL) per listed entry, ("property", key, value) per property, ("partition", path, NULL) per partition. */
 case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
@@ -319,15 +323,38 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
     val like = table.table.toLowerCase(java.util.Locale.ROOT) + "__dbt_*"
     val in = table.database.map(d => s" in ${quoted(d)}").getOrElse("")
     val entries = session.sql(s"show tables$in like '$like'").collect().map(r => Row("entry", r.getString(1), null))
+    val catalog = session.sessionState.catalog
     // A run's first build takes the lock before its table exists.
-    val properties =
-      if (!session.sessionState.catalog.tableExists(table)) Array.empty[Row]
-      else session.sql(s"show tblproperties ${table.quotedString}").collect()
-        .map(r => Row("property", r.getString(0), r.getString(1)))
-    (entries ++ properties).toSeq
+    if (!catalog.tableExists(table)) return entries.toSeq
+    val properties = session.sql(s"show tblproperties ${table.quotedString}").collect()
+      .map(r => Row("property", r.getString(0), r.getString(1)))
+    val meta = catalog.getTableMetadata(table)
+    // Names only, as SHOW PARTITIONS lists them: no partition's storage or parameters read.
+    val partitions =
+      if (meta.partitionColumnNames.isEmpty) Nil
+      else catalog.listPartitionNames(meta.identifier).map(Row("partition", _, null))
+    (entries ++ properties ++ partitions).toSeq
   }
 
   private def quoted(name: String) = "`" + name.replace("`", "``") + "`"
+}
+
+/** A write and the query that checks it, in one round trip of a remote client:
+ *
+ *    SPARK_BUCKETING WRITE FOLDER '<json>' THEN '<query>' AS <query>
+ *
+ *  runs the write (WriteBucketedFolder), then `then`, planned once the write
+ *  is done, as a statement of its own would be (a query of the folder's files
+ *  lists them as the write left them), and returns `then`'s rows. Its
+ *  columns are those `then` has when planned before the write (the
+ *  folder not there yet). A run's check of what it wrote
+ *  (macros/steps/verify.sql) goes with the write this way. */
+case class WriteThenQuery(write: String, then: String, override val output: Seq[Attribute]) extends LeafRunnableCommand {
+
+  override def run(session: SparkSession): Seq[Row] = {
+    session.sql(write).collect()
+    session.sql(then).collect().toSeq
+  }
 }
 
 /** A partition folder of a folder written with no catalog entry: its path
@@ -366,7 +393,9 @@ object BucketingStatements {
   private val Switch = pattern(Contracts.SwitchStatement)
   private val Clean = pattern(Contracts.CleanStatement)
   private val MarkLock = (words(Contracts.MarkLockStatement) + """\s+(.+?)\s+entry\s+([A-Za-z0-9_]+)\s*;?\s*$""").r
-  private val Write = (words(Contracts.WriteFolderStatement) + """\s+('(?:[^'\\]|\\.)*')\s+as\s+(.+?)\s*;?\s*$""").r
+  // Possessive: a long literal (a query) takes a few steps, not one stack frame per character.
+  private val QuotedString = """'(?:[^'\\]++|\\.)*+'"""
+  private val Write = (words(Contracts.WriteFolderStatement) + s"""\\s+($QuotedString)(?:\\s+then\\s+($QuotedString))?\\s+as\\s+(.+?)\\s*;?\\s*$$""").r
 
   /** `sql` after its leading blanks and comments (dbt puts one before every statement). */
   private def body(sql: String): String = {
@@ -385,17 +414,19 @@ object BucketingStatements {
     sql.substring(i)
   }
 
-  private def json(literal: String, delegate: ParserInterface) = delegate.parseExpression(literal) match {
-    case Literal(value, StringType) if value != null => new ObjectMapper().readTree(value.toString)
-    case _ => throw new IllegalArgumentException(s"spark_bucketing: LOCATIONS takes one string literal, not $literal")
+  private def string(literal: String, delegate: ParserInterface): String = delegate.parseExpression(literal) match {
+    case Literal(value, StringType) if value != null => value.toString
+    case _ => throw new IllegalArgumentException(s"spark_bucketing: expected one string literal, not $literal")
   }
+
+  private def json(literal: String, delegate: ParserInterface) = new ObjectMapper().readTree(string(literal, delegate))
 
   /** The run's commit lock entry a failing statement releases ("release_lock_on_failure"). */
   private def lockEntry(body: com.fasterxml.jackson.databind.JsonNode) =
     Option(body.get("release_lock_on_failure")).filterNot(_.isNull).map(_.asText())
 
   /** The command, if `sql` is one of the statements. */
-  def parse(sql: String, delegate: ParserInterface): Option[LogicalPlan] = body(sql) match {
+  def parse(sql: String, delegate: ParserInterface, session: SparkSession): Option[LogicalPlan] = body(sql) match {
     case Switch(name, literal) =>
       val body = json(literal, delegate)
       val list = if (body.isArray) body else body.path("moves")
@@ -415,17 +446,21 @@ object BucketingStatements {
       Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts("keep"),
         lockEntry(body), texts("delete"), Option(body.get("release_lock")).filterNot(_.isNull).map(_.asText())))
     case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
-    case Write(literal, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
+    case Write(literal, null, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
+    case Write(literal, then, query) =>
+      val check = string(then, delegate)
+      val columns = session.sql(check).schema.map(f => AttributeReference(f.name, f.dataType, f.nullable)())
+      Some(WriteThenQuery(s"${Contracts.WriteFolderStatement} $literal as $query", check, columns))
     case _ => None
   }
 }
 
 /** Spark's parser, plus the SPARK_BUCKETING statements. */
-class BucketingParser(delegate: ParserInterface) extends ParserInterface {
+class BucketingParser(session: SparkSession, delegate: ParserInterface) extends ParserInterface {
   override def parsePlan(sql: String): LogicalPlan =
-    BucketingStatements.parse(sql, delegate).getOrElse(delegate.parsePlan(sql))
+    BucketingStatements.parse(sql, delegate, session).getOrElse(delegate.parsePlan(sql))
   override def parsePlanWithParameters(sql: String, params: ParameterContext): LogicalPlan =
-    BucketingStatements.parse(sql, delegate).getOrElse(delegate.parsePlanWithParameters(sql, params))
+    BucketingStatements.parse(sql, delegate, session).getOrElse(delegate.parsePlanWithParameters(sql, params))
   override def parseExpression(sql: String): Expression = delegate.parseExpression(sql)
   override def parseTableIdentifier(sql: String): TableIdentifier = delegate.parseTableIdentifier(sql)
   override def parseFunctionIdentifier(sql: String): FunctionIdentifier = delegate.parseFunctionIdentifier(sql)

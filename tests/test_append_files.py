@@ -73,8 +73,9 @@ def _rows(spark, table):
     ],
 )
 def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, family, records):
-    """In both formats of records: format 2 (partition parameters) reads the
-    touched partitions' records in one statement, and its switch sets them."""
+    """In both formats of records: an append reads the touched partitions'
+    folders (and format 2's records, in partition parameters) in one
+    statement, and its switch sets their records."""
     name = f"adds_{family}_{records}"
     table = f"{dbt_project.schema}.{name}"
     with extension_on(spark):
@@ -90,11 +91,12 @@ def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, fami
             before = _folder_files(spark, table)
             statements: list[str] = []
             assert dbt_project.dbt("run", "--select", name, statements=statements).success
-            if records == "partition_parameters":
-                # The records of the touched day alone: the records function with its spec, never the whole
-                # listing; once, as no other run committed between the plan and the commit.
-                reads = [s for s in statements if "spark_bucketing_records(" in s]
-                assert len(reads) == 1 and "'[{" in reads[0], reads
+            # The touched day's folder (and format 2's record) alone: the records function with its spec, never
+            # the whole listing nor a DESCRIBE per partition; once, as no other run committed between the plan and
+            # the commit.
+            reads = [s for s in statements if "spark_bucketing_records(" in s]
+            assert len(reads) == 1 and "'[{" in reads[0], reads
+            assert not [s for s in statements if " partition (" in s.lower() and "describe" in s.lower()]
             expected = sorted(expected + [(k, f"{tag}-{k}", "2024-01-01") for k in range(40 * i, 40 * (i + 1))])
             assert _rows(spark, table) == expected
             rec = _record(spark, table)

@@ -234,6 +234,31 @@ def test_the_folder_listing_finds_the_partitions_a_scan_reads(spark, tmp_path):
     assert scanned == ["a", "b"]
 
 
+def test_the_folder_write_runs_its_then_query_on_the_folder_it_wrote(spark, tmp_path):
+    """`write folder .. then '<query>' as <query>` writes the folder, then
+    plans and runs the `then` query, and returns its rows: a footer listing
+    of the folder sees the files the write made (planned before the write,
+    it would see none), as the same query run on its own afterwards does."""
+    folder = {
+        "location": f"{tmp_path}/w",
+        "format": "parquet",
+        "columns": [["k", "int"], ["p", "string"]],
+        "partition_by": ["p"],
+        "clustered_by": ["k"],
+        "buckets": 2,
+    }
+    listing = f"select file, rows from {contracts.TABLE_FILES_FUNCTION}({_folder_sql(folder)})"
+    rows = "select * from values (1, 'a'), (2, 'a'), (3, 'b')"
+    with extension_on(spark):
+        write = f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(folder)} then {sql_string(listing)} as {rows}"
+        returned = spark.sql(write)
+        assert returned.columns == ["file", "rows"]
+        returned = sorted(tuple(r) for r in returned.collect())
+        after = sorted(tuple(r) for r in spark.sql(listing).collect())
+    assert returned == after and sum(n for _, n in returned) == 3
+    assert len({f.rsplit("/", 2)[1] for f, _ in returned}) == 2
+
+
 def test_the_folder_function_reads_partition_values_with_their_declared_types(spark, tmp_path):
     """The folder function reads a partition value as its declared type,
     not as Spark would infer it from the folder name: a string '01' stays

@@ -40,7 +40,7 @@
       partitions are read only when a dead run's folder is there. -#}
   {%- set entry = model.get('spark_bucketing_lock_entry') -%}
   {%- set payload = {'started_before': spark_bucketing.epoch_now() - spark_bucketing.leftover_grace_period(), 'keep': keep,
-                     'delete': delete, 'release_lock': entry, 'release_lock_on_failure': entry} -%}
+                     'delete': delete, 'release_lock': entry} -%}
   {%- set deleted = run_query(spark_bucketing.clean_statement() ~ ' ' ~ rels.target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) -%}
   {%- do spark_bucketing.forget_commit_lock(rels) -%}
   {%- for row in deleted -%}

@@ -88,34 +88,31 @@
       room for one more file per bucket (`appended`: the files per bucket
       added since it was last written whole) and whose folder is the one its
       record describes (a run that died in its switch can leave a record
-      behind). Format 1's records are the table's properties, and each
-      partition's folder takes a DESCRIBE; format 2 reads the touched
-      partitions' records and folders in one statement
-      (partition_records_of) and keeps the records in run.meta, where the
-      commit finds them as it finds format 1's (publish_partitions). For a microbatch batch (`batch_start`: the start of its
-      range), only a partition whose rows all have an earlier event time
-      (its record's event_time_before, at or before the start: event_time_bounds).
-      The others are rewritten, one file per bucket again: the compaction
-      past the limit. -#}
+      behind). One statement reads the touched partitions' folders, and
+      format 2's records (partition_records_of), however many partitions
+      the append touches; format 1's records are the table's properties.
+      Format 2 keeps the records in run.meta, where the commit finds them as
+      it finds format 1's (publish_partitions). For a microbatch batch
+      (`batch_start`: the start of its range), only a partition whose rows
+      all have an earlier event time (its record's event_time_before, at or
+      before the start: event_time_bounds). The others are rewritten, one
+      file per bucket again: the compaction past the limit. -#}
   {%- set limit = run.spec.get('max_files_per_bucket', 1) -%}
   {%- if not spark_bucketing.may_add_files(run) or not partitions -%}
     {{ return({}) }}
   {%- endif -%}
   {%- set by_key = {} -%}
   {%- set folders = {} -%}
-  {%- if run.meta.version == '2' -%}
-    {%- for path, listed in spark_bucketing.partition_records_of(run.existing, partitions).items()
-        if listed.record is not none and listed.record['values'] is defined -%}
-      {%- set key = spark_bucketing.values_key(listed.record['values'], run.spec.partition_by) -%}
-      {%- do by_key.update({key: listed.record}) -%}
+  {%- for path, listed in spark_bucketing.partition_records_of(run.existing, partitions).items() -%}
+    {#- Format 1's records are the table's properties (a partition's parameters may keep a record of an earlier format 2). -#}
+    {%- set rec = listed.record if run.meta.version == '2' else run.meta.partitions.get(path) -%}
+    {%- if rec is not none and rec['values'] is defined -%}
+      {%- set key = spark_bucketing.values_key(rec['values'], run.spec.partition_by) -%}
+      {%- do by_key.update({key: rec}) -%}
       {%- do folders.update({key: listed.location}) -%}
-      {%- do run.meta.partitions.update({path: listed.record}) -%}
-    {%- endfor -%}
-  {%- else -%}
-    {%- for rec in run.meta.partitions.values() if rec['values'] is defined -%}
-      {%- do by_key.update({spark_bucketing.values_key(rec['values'], run.spec.partition_by): rec}) -%}
-    {%- endfor -%}
-  {%- endif -%}
+      {%- if run.meta.version == '2' -%}{%- do run.meta.partitions.update({path: rec}) -%}{%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
   {%- set spec = spark_bucketing.spec_record(run.spec) -%}
   {%- set out = {} -%}
   {%- for values in partitions -%}
@@ -123,7 +120,7 @@
     {%- set rec = by_key.get(key) -%}
     {%- if rec is not none and spark_bucketing.same_spec(rec, spec) and rec.get('appended', 0) + 2 <= limit
         and (batch_start is none or spark_bucketing.event_time_at_or_before(rec.get('event_time_before'), batch_start))
-        and spark_bucketing.same_location(rec.location, folders.get(key) or spark_bucketing.partition_location(run.existing, values) or '') -%}
+        and spark_bucketing.same_location(rec.location, folders[key]) -%}
       {%- do out.update({key: values}) -%}
     {%- endif -%}
   {%- endfor -%}

@@ -233,8 +233,7 @@ object AddedFiles {
  *    (create, add the folders as partitions, drop): three statements and as
  *    many metastore transactions. A folder already gone is no error.
  *  - Then drops `release_lock`, the run's commit lock entry (a statement of
- *    its own saved). A failure on the way drops it too
- *    ("release_lock_on_failure").
+ *    its own saved). A failure on the way drops it too.
  *
  *  Returns the dead runs' folders it deleted. */
 case class CleanRunFolders(
@@ -443,8 +442,9 @@ object BucketingStatements {
     case Clean(name, literal) =>
       val body = json(literal, delegate)
       def texts(key: String) = body.path(key).elements().asScala.map(_.asText()).toSeq
+      val release = Option(body.get("release_lock")).filterNot(_.isNull).map(_.asText())
       Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts("keep"),
-        lockEntry(body), texts("delete"), Option(body.get("release_lock")).filterNot(_.isNull).map(_.asText())))
+        lockEntry(body).orElse(release), texts("delete"), release))
     case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
     case Write(literal, null, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case Write(literal, then, query) =>

@@ -127,8 +127,8 @@ case class SwitchPartitionLocations(
       move.record.map(r => RecordParameters.without(old) ++ RecordParameters.of(r)).getOrElse(old)
     def uri(location: String) = CatalogUtils.stringToURI(location)
     // A format-1 append's partition keeps its folder and parameters (its record is a table property): not altered.
-    val updated = found.zip(existing).collect { case (old, (move, _)) if move.location.isDefined || move.record.isDefined =>
-      old.copy(
+    val updated = found.zip(existing).collect {
+      case (old, (move, _)) if move.location.isDefined || move.record.isDefined => old.copy(
         storage = move.location.map(l => old.storage.copy(locationUri = Some(uri(l)))).getOrElse(old.storage),
         parameters = parameters(old.parameters, move))
     }
@@ -348,7 +348,8 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
  *  columns are those `then` has when planned before the write (the
  *  folder not there yet). A run's check of what it wrote
  *  (macros/steps/verify.sql) goes with the write this way. */
-case class WriteThenQuery(write: String, then: String, override val output: Seq[Attribute]) extends LeafRunnableCommand {
+case class WriteThenQuery(write: String, then: String, override val output: Seq[Attribute])
+    extends LeafRunnableCommand {
 
   override def run(session: SparkSession): Seq[Row] = {
     session.sql(write).collect()
@@ -394,7 +395,8 @@ object BucketingStatements {
   private val MarkLock = (words(Contracts.MarkLockStatement) + """\s+(.+?)\s+entry\s+([A-Za-z0-9_]+)\s*;?\s*$""").r
   // Possessive: a long literal (a query) takes a few steps, not one stack frame per character.
   private val QuotedString = """'(?:[^'\\]++|\\.)*+'"""
-  private val Write = (words(Contracts.WriteFolderStatement) + s"""\\s+($QuotedString)(?:\\s+then\\s+($QuotedString))?\\s+as\\s+(.+?)\\s*;?\\s*$$""").r
+  private val Write =
+    (words(Contracts.WriteFolderStatement) + s"""\\s+($QuotedString)(?:\\s+then\\s+($QuotedString))?\\s+as\\s+(.+?)\\s*;?\\s*$$""").r
 
   /** `sql` after its leading blanks and comments (dbt puts one before every statement). */
   private def body(sql: String): String = {
@@ -446,7 +448,8 @@ object BucketingStatements {
       Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts("keep"),
         lockEntry(body).orElse(release), texts("delete"), release))
     case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
-    case Write(literal, null, query) => Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
+    case Write(literal, null, query) =>
+      Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case Write(literal, then, query) =>
       val check = string(then, delegate)
       val columns = session.sql(check).schema.map(f => AttributeReference(f.name, f.dataType, f.nullable)())

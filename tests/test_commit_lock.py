@@ -54,10 +54,12 @@ def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock
     assert lock[2].lower().startswith(contracts.CLEAN_STATEMENT) and len(lock) == 3, lock
     assert not [s for s in statements if statement_body(s).lower().startswith("drop view")]
     # The run holds the lock by its mark and commits on the properties the mark's statement read: the table's
-    # properties are read once before the write, and not again.
-    shown = [s for s in statements if statement_body(s).lower().startswith("show tblproperties")]
+    # properties are read once before the write (with its description, in one statement), and not again.
+    reads = ("show tblproperties", contracts.DESCRIBE_STATEMENT, "describe table extended")
+    shown = [s for s in statements if statement_body(s).lower().startswith(reads)]
     marked = next(s for s in statements if "__dbt_lock_" in s)
     assert len(shown) == 1 and statements.index(shown[0]) < statements.index(marked)
+    assert statement_body(shown[0]).lower().startswith(contracts.DESCRIBE_STATEMENT), shown
     # The table's partitions are listed once too, by the mark's statement, under the lock: no SHOW PARTITIONS.
     assert not [s for s in statements if statement_body(s).lower().startswith("show partitions")]
     mark = re.search(r" entry (\S+)$", lock[0]).group(1)
@@ -93,6 +95,19 @@ def test_the_mark_statement_reads_what_show_tblproperties_and_show_partitions_re
     assert [(r.kind, r.name) for r in missing] == [("entry", f"lock_none{mark}")]
     for name in ("lock_reads", "lock_none"):
         spark.sql(f"drop view {schema}.{name}{mark}")
+
+
+def test_the_describe_statement_reads_what_describe_and_show_tblproperties_read(spark, dbt_project):
+    """The extension's describe statement returns DESCRIBE TABLE EXTENDED's
+    rows, then the table's properties as SHOW TBLPROPERTIES shows them, each
+    a row headed by the property marker."""
+    table = f"{dbt_project.schema}.described"
+    spark.sql(f"create table {table} (k int, p string) using parquet partitioned by (p) tblproperties ('a' = 'b=[c]')")
+    with extension_on(spark):
+        rows = [tuple(r) for r in spark.sql(f"{contracts.DESCRIBE_STATEMENT} {table}").collect()]
+    described = [tuple(r) for r in spark.sql(f"describe table extended {table}").collect()]
+    shown = [(contracts.PROPERTY_ROW, r[0], r[1]) for r in spark.sql(f"show tblproperties {table}").collect()]
+    assert rows == described + shown and ("a", "b=[c]") in [r[1:] for r in shown]
 
 
 def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, dbt_project):

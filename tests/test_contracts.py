@@ -85,6 +85,10 @@ def test_switch_statement_agrees():
     assert _macro_return_string("write_folder_statement") == contracts.WRITE_FOLDER_STATEMENT
     assert _scala_vals()["MarkLockStatement"] == contracts.MARK_LOCK_STATEMENT
     assert _macro_return_string("mark_lock_statement") == contracts.MARK_LOCK_STATEMENT
+    assert _scala_vals()["DescribeStatement"] == contracts.DESCRIBE_STATEMENT
+    assert _macro_return_string("describe_statement") == contracts.DESCRIBE_STATEMENT
+    assert _scala_vals()["PropertyRow"] == contracts.PROPERTY_ROW
+    assert _macro_return_string("property_row") == contracts.PROPERTY_ROW
     assert _scala_vals()["TableFilesFunction"] == contracts.TABLE_FILES_FUNCTION
     assert _macro_return_string("table_files_function") == contracts.TABLE_FILES_FUNCTION
     assert _scala_vals()["FolderReadFunction"] == contracts.FOLDER_READ_FUNCTION

@@ -33,8 +33,10 @@
   {{ return((columns, partition_by, details)) }}
 {% endmacro %}
 
-{% macro table_info(relation) %}
-  {%- set columns, partition_by, details = spark_bucketing.describe_sections(run_query('describe table extended ' ~ relation)) -%}
+{% macro table_info(relation, rows=none) %}
+  {#- The table's description, from DESCRIBE TABLE EXTENDED (or its `rows`, read already: described_table). -#}
+  {%- set rows = rows if rows is not none else run_query('describe table extended ' ~ relation) -%}
+  {%- set columns, partition_by, details = spark_bucketing.describe_sections(rows) -%}
   {%- set provider = (details.get('Provider') or '') | lower -%}
   {%- set serde = (details.get('Serde Library', '') ~ details.get('InputFormat', '')) | lower -%}
   {%- set file_format = provider if provider in ('parquet', 'orc') else ('orc' if 'orc' in serde else ('parquet' if 'parquet' in serde else provider)) -%}
@@ -63,4 +65,28 @@
     {%- if row[0] and not row[0].startswith('#') -%}{%- do columns.update({row[0]: row[1]}) -%}{%- endif -%}
   {%- endfor -%}
   {{ return(columns) }}
+{% endmacro %}
+
+{% macro describe_statement() %}
+  {#- The session extension's statement that describes a table and reads
+      its properties at once; tied to DescribeStatement in scala/Contracts.scala. -#}
+  {{ return('spark_bucketing describe table') }}
+{% endmacro %}
+
+{% macro property_row() %}
+  {#- The first column of that statement's property rows; tied to PropertyRow in scala/Contracts.scala. -#}
+  {{ return('# spark_bucketing property') }}
+{% endmacro %}
+
+{% macro described_table(relation, extension) %}
+  {#- {'info': table_info, 'properties': the table's properties, as
+      table_properties reads them}: with the session extension (`extension`:
+      extension_active) one statement, a round trip saved; without, the
+      description alone ('properties' none: read where they are needed). -#}
+  {%- if not extension -%}{{ return({'info': spark_bucketing.table_info(relation), 'properties': none}) }}{%- endif -%}
+  {%- set result = run_query(spark_bucketing.describe_statement() ~ ' ' ~ relation) -%}
+  {%- set props = result.rows | selectattr('0', 'equalto', spark_bucketing.property_row()) | list -%}
+  {#- describe_sections skips the property rows (headed by `#`). -#}
+  {{ return({'info': spark_bucketing.table_info(relation, result),
+             'properties': dict(zip(props | map(attribute='1'), props | map(attribute='2')))}) }}
 {% endmacro %}

@@ -24,13 +24,16 @@
     {%- set sql = spark_bucketing.batch_rows_sql(sql, spec, incr.batch) -%}
   {%- endif -%}
   {%- set existing = spark_bucketing.recover(rels) -%}
-  {%- set info = spark_bucketing.table_info(existing) if existing is not none and existing.is_table else none -%}
+  {%- set extension = spark_bucketing.extension_active() -%}
+  {%- set described = spark_bucketing.described_table(existing, extension) if existing is not none and existing.is_table
+      else {'info': none, 'properties': none} -%}
+  {%- set info = described.info -%}
   {%- set run = {'incr': incr, 'merge': merge, 'new_sql': sql, 'model_sql': sql, 'existing': existing, 'info': info, 'meta': none,
                  'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec,
-                 'extension': spark_bucketing.extension_active(), 'run_id': rels.run_id} -%}
+                 'extension': extension, 'run_id': rels.run_id} -%}
   {%- if not run.full_refresh -%}
-    {#- The table's properties are read once per run. -#}
-    {%- set meta = spark_bucketing.read_metadata(existing, records=false) -%}
+    {#- The table's properties are read once per run (with its description, through the extension). -#}
+    {%- set meta = spark_bucketing.read_metadata(existing, described.properties, records=false) -%}
     {%- if meta.version == '2' or spark_bucketing.records_format(spec) == '2' -%}
       {#- Format 2's records are written and read by the extension's statements, whether or not its planning is on. -#}
       {%- do spark_bucketing.require_records_extension(existing, run.extension or spark_bucketing.extension_loaded(), "cannot be run incrementally") -%}

@@ -338,6 +338,29 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
   private def quoted(name: String) = "`" + name.replace("`", "``") + "`"
 }
 
+/** A run's reads of its table before it writes, in one round trip of a remote client instead of two:
+ *
+ *    SPARK_BUCKETING DESCRIBE TABLE <table>
+ *
+ *  returns the rows of DESCRIBE TABLE EXTENDED, then a (PropertyRow, key, value) row per property, as SHOW
+ *  TBLPROPERTIES shows them. A reader of DESCRIBE's sections skips the property rows (a first column starting with
+ *  `#` is a section's heading). */
+case class DescribeWithProperties(table: TableIdentifier) extends LeafRunnableCommand {
+
+  override val output: Seq[Attribute] = Seq(
+    AttributeReference("col_name", StringType)(),
+    AttributeReference("data_type", StringType)(),
+    AttributeReference("comment", StringType)())
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val described = session.sql(s"describe table extended ${table.quotedString}").collect()
+      .map(r => Row(r.getString(0), r.getString(1), r.getString(2)))
+    val properties = session.sql(s"show tblproperties ${table.quotedString}").collect()
+      .map(r => Row(Contracts.PropertyRow, r.getString(0), r.getString(1)))
+    (described ++ properties).toSeq
+  }
+}
+
 /** A write and the query that checks it, in one round trip of a remote client:
  *
  *    SPARK_BUCKETING WRITE FOLDER '<json>' THEN '<query>' AS <query>
@@ -393,6 +416,7 @@ object BucketingStatements {
   private val Switch = pattern(Contracts.SwitchStatement)
   private val Clean = pattern(Contracts.CleanStatement)
   private val MarkLock = (words(Contracts.MarkLockStatement) + """\s+(.+?)\s+entry\s+([A-Za-z0-9_]+)\s*;?\s*$""").r
+  private val Describe = (words(Contracts.DescribeStatement) + """\s+(.+?)\s*;?\s*$""").r
   // Possessive: a long literal (a query) takes a few steps, not one stack frame per character.
   private val QuotedString = """'(?:[^'\\]++|\\.)*+'"""
   private val Write =
@@ -448,6 +472,7 @@ object BucketingStatements {
       Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts("keep"),
         lockEntry(body).orElse(release), texts("delete"), release))
     case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
+    case Describe(name) => Some(DescribeWithProperties(delegate.parseTableIdentifier(name.trim)))
     case Write(literal, null, query) =>
       Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case Write(literal, then, query) =>

@@ -33,6 +33,10 @@ object Contracts {
   /** The statement the extension adds to mark a run choosing in a table's commit lock, list the lock's entries and
    *  read the table's properties, in one round trip (MarkCommitLock). */
   val MarkLockStatement = "spark_bucketing mark lock"
+  /** The statement the extension adds to describe a table and read its properties in one round trip (DescribeWithProperties). */
+  val DescribeStatement = "spark_bucketing describe table"
+  /** The first column of DescribeWithProperties's property rows. */
+  val PropertyRow = "# spark_bucketing property"
   /** The statement the extension adds to write a query's rows into a bucketed folder with no catalog entry (WriteBucketedFolder). */
   val WriteFolderStatement = "spark_bucketing write folder"
   /** The table function the extension adds: a folder's rows, read as a table of its description reads them (FolderRelation). */

@@ -85,8 +85,7 @@
       description alone ('properties' none: read where they are needed). -#}
   {%- if not extension -%}{{ return({'info': spark_bucketing.table_info(relation), 'properties': none}) }}{%- endif -%}
   {%- set result = run_query(spark_bucketing.describe_statement() ~ ' ' ~ relation) -%}
-  {%- set props = result.rows | selectattr('0', 'equalto', spark_bucketing.property_row()) | list -%}
   {#- describe_sections skips the property rows (headed by `#`). -#}
   {{ return({'info': spark_bucketing.table_info(relation, result),
-             'properties': dict(zip(props | map(attribute='1'), props | map(attribute='2')))}) }}
+             'properties': spark_bucketing.kind_properties(result.rows, spark_bucketing.property_row()) or {}}) }}
 {% endmacro %}

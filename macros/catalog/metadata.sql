@@ -104,6 +104,14 @@
   {{ return(dict(zip(result.columns[0].values(), result.columns[1].values()))) }}
 {% endmacro %}
 
+{% macro kind_properties(rows, kind) %}
+  {#- {key: value} of the (kind, key, value) rows of `kind` among `rows`, as
+      an extension statement returns a table's properties beside other rows
+      (mark_choosing, described_table); none where there are none. -#}
+  {%- set props = rows | selectattr('0', 'equalto', kind) | list -%}
+  {{ return(dict(zip(props | map(attribute='1'), props | map(attribute='2'))) if props else none) }}
+{% endmacro %}
+
 {% macro prefixed_keys(props, prefix) %}
   {#- The keys of `props` that start with `prefix`, found by one regular
       expression over all keys rather than a Jinja step per key (seconds on

@@ -64,10 +64,9 @@
       lock by its mark starts its commit from what it read (commit_state). -#}
   {%- if rels.get('extension') -%}
     {%- set rows = run_query(spark_bucketing.mark_lock_statement() ~ ' ' ~ rels.target ~ ' entry ' ~ name).rows -%}
-    {%- set props = rows | selectattr('0', 'equalto', 'property') | list -%}
-    {{ return({'names': rows | selectattr('0', 'equalto', 'entry') | map(attribute='1') | list,
-               'properties': dict(zip(props | map(attribute='1'), props | map(attribute='2'))) if props else none,
-               'partitions': rows | selectattr('0', 'equalto', 'partition') | map(attribute='1') | list if props else none}) }}
+    {%- set props = spark_bucketing.kind_properties(rows, 'property') -%}
+    {{ return({'names': rows | selectattr('0', 'equalto', 'entry') | map(attribute='1') | list, 'properties': props,
+               'partitions': rows | selectattr('0', 'equalto', 'partition') | map(attribute='1') | list if props is not none else none}) }}
   {%- endif -%}
   {%- do spark_bucketing.create_lock_entry(rels, name) -%}
   {{ return({'names': spark_bucketing.side_listing(rels.target, rels.target.identifier), 'properties': none, 'partitions': none}) }}

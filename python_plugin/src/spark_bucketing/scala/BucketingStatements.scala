@@ -325,8 +325,7 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
     val catalog = session.sessionState.catalog
     // A run's first build takes the lock before its table exists.
     if (!catalog.tableExists(table)) return entries.toSeq
-    val properties = session.sql(s"show tblproperties ${table.quotedString}").collect()
-      .map(r => Row("property", r.getString(0), r.getString(1)))
+    val properties = PropertyRows(session, table, "property")
     val meta = catalog.getTableMetadata(table)
     // Names only, as SHOW PARTITIONS lists them: no partition's storage or parameters read.
     val partitions =
@@ -336,6 +335,13 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
   }
 
   private def quoted(name: String) = "`" + name.replace("`", "``") + "`"
+}
+
+/** A table's properties as SHOW TBLPROPERTIES shows them, as (`kind`, key, value) rows of a statement that returns
+ *  them among other rows (MarkCommitLock, DescribeWithProperties). */
+object PropertyRows {
+  def apply(session: SparkSession, table: TableIdentifier, kind: String): Array[Row] =
+    session.sql(s"show tblproperties ${table.quotedString}").collect().map(r => Row(kind, r.getString(0), r.getString(1)))
 }
 
 /** A run's reads of its table before it writes, in one round trip of a remote client instead of two:
@@ -355,8 +361,7 @@ case class DescribeWithProperties(table: TableIdentifier) extends LeafRunnableCo
   override def run(session: SparkSession): Seq[Row] = {
     val described = session.sql(s"describe table extended ${table.quotedString}").collect()
       .map(r => Row(r.getString(0), r.getString(1), r.getString(2)))
-    val properties = session.sql(s"show tblproperties ${table.quotedString}").collect()
-      .map(r => Row(Contracts.PropertyRow, r.getString(0), r.getString(1)))
+    val properties = PropertyRows(session, table, Contracts.PropertyRow)
     (described ++ properties).toSeq
   }
 }

@@ -10,7 +10,7 @@ import re
 import time
 
 from harness.spark import extension_on
-from spark_bucketing import contracts
+from spark_bucketing import contracts, extension
 from tests.support.incremental import model_sql, statement_body
 
 
@@ -97,17 +97,28 @@ def test_the_mark_statement_reads_what_show_tblproperties_and_show_partitions_re
         spark.sql(f"drop view {schema}.{name}{mark}")
 
 
-def test_the_describe_statement_reads_what_describe_and_show_tblproperties_read(spark, dbt_project):
+def test_the_describe_statement_reads_what_describe_show_tblproperties_set_and_describe_query_read(spark, dbt_project):
     """The extension's describe statement returns DESCRIBE TABLE EXTENDED's
-    rows, then the table's properties as SHOW TBLPROPERTIES shows them, each
-    a row headed by the property marker."""
+    rows, then the table's properties as SHOW TBLPROPERTIES shows them, then
+    the extension's switch as the session has it, then, given a query, its
+    columns as DESCRIBE QUERY gives them (a query over lines, with a `;` in
+    a literal and a quoted name), each row headed by its marker."""
     table = f"{dbt_project.schema}.described"
     spark.sql(f"create table {table} (k int, p string) using parquet partitioned by (p) tblproperties ('a' = 'b=[c]')")
-    with extension_on(spark):
+    query = f"select k,\n  cast(p as int) as q, 'a;b' as `c d`\nfrom {table} where p <> 'query as x'"
+    with extension_on(spark, False):
         rows = [tuple(r) for r in spark.sql(f"{contracts.DESCRIBE_STATEMENT} {table}").collect()]
+        queried = spark.sql(f"{contracts.DESCRIBE_STATEMENT} {table} query as {query};").collect()
+    with extension_on(spark):
+        switched_on = [tuple(r) for r in spark.sql(f"{contracts.DESCRIBE_STATEMENT} {table}").collect()]
     described = [tuple(r) for r in spark.sql(f"describe table extended {table}").collect()]
     shown = [(contracts.PROPERTY_ROW, r[0], r[1]) for r in spark.sql(f"show tblproperties {table}").collect()]
-    assert rows == described + shown and ("a", "b=[c]") in [r[1:] for r in shown]
+    setting = (contracts.SETTING_ROW, extension.SWITCH, "false")
+    assert rows == described + shown + [setting] and ("a", "b=[c]") in [r[1:] for r in shown]
+    assert switched_on[-1] == (contracts.SETTING_ROW, extension.SWITCH, "true")
+    columns = [(contracts.QUERY_COLUMN_ROW, r[0], r[1]) for r in spark.sql(f"describe query {query}").collect()]
+    assert [c[1:] for c in columns] == [("k", "int"), ("q", "int"), ("c d", "string")]
+    assert [tuple(r) for r in queried] == rows + columns
 
 
 def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, dbt_project):

@@ -89,6 +89,10 @@ def test_switch_statement_agrees():
     assert _macro_return_string("describe_statement") == contracts.DESCRIBE_STATEMENT
     assert _scala_vals()["PropertyRow"] == contracts.PROPERTY_ROW
     assert _macro_return_string("property_row") == contracts.PROPERTY_ROW
+    assert _scala_vals()["SettingRow"] == contracts.SETTING_ROW
+    assert _macro_return_string("setting_row") == contracts.SETTING_ROW
+    assert _scala_vals()["QueryColumnRow"] == contracts.QUERY_COLUMN_ROW
+    assert _macro_return_string("query_column_row") == contracts.QUERY_COLUMN_ROW
     assert _scala_vals()["TableFilesFunction"] == contracts.TABLE_FILES_FUNCTION
     assert _macro_return_string("table_files_function") == contracts.TABLE_FILES_FUNCTION
     assert _scala_vals()["FolderReadFunction"] == contracts.FOLDER_READ_FUNCTION

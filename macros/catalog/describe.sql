@@ -34,7 +34,7 @@
 {% endmacro %}
 
 {% macro table_info(relation, rows=none) %}
-  {#- The table's description, from DESCRIBE TABLE EXTENDED (or its `rows`, read already: described_table). -#}
+  {#- The table's description, from DESCRIBE TABLE EXTENDED (or its `rows`, read already: described_run). -#}
   {%- set rows = rows if rows is not none else run_query('describe table extended ' ~ relation) -%}
   {%- set columns, partition_by, details = spark_bucketing.describe_sections(rows) -%}
   {%- set provider = (details.get('Provider') or '') | lower -%}
@@ -57,9 +57,11 @@
   }) }}
 {% endmacro %}
 
-{% macro query_columns(sql) %}
-  {#- The query's output columns (name -> Spark type) without running it. -#}
-  {%- set rows = run_query('describe query ' ~ sql) -%}
+{% macro query_columns(sql, rows=none) %}
+  {#- The query's output columns (name -> Spark type) without running it:
+      from DESCRIBE QUERY's (name, type) `rows`, read already
+      (described_run), else read here. -#}
+  {%- set rows = rows if rows is not none else run_query('describe query ' ~ sql) -%}
   {%- set columns = {} -%}
   {%- for row in rows -%}
     {%- if row[0] and not row[0].startswith('#') -%}{%- do columns.update({row[0]: row[1]}) -%}{%- endif -%}
@@ -78,14 +80,37 @@
   {{ return('# spark_bucketing property') }}
 {% endmacro %}
 
-{% macro described_table(relation, extension) %}
-  {#- {'info': table_info, 'properties': the table's properties, as
-      table_properties reads them}: with the session extension (`extension`:
-      extension_active) one statement, a round trip saved; without, the
-      description alone ('properties' none: read where they are needed). -#}
-  {%- if not extension -%}{{ return({'info': spark_bucketing.table_info(relation), 'properties': none}) }}{%- endif -%}
-  {%- set result = run_query(spark_bucketing.describe_statement() ~ ' ' ~ relation) -%}
-  {#- describe_sections skips the property rows (headed by `#`). -#}
-  {{ return({'info': spark_bucketing.table_info(relation, result),
-             'properties': spark_bucketing.kind_properties(result.rows, spark_bucketing.property_row()) or {}}) }}
+{% macro setting_row() %}
+  {#- The first column of its row of the extension's switch; tied to SettingRow in scala/Contracts.scala. -#}
+  {{ return('# spark_bucketing setting') }}
+{% endmacro %}
+
+{% macro query_column_row() %}
+  {#- The first column of its rows of the query's columns; tied to QueryColumnRow in scala/Contracts.scala. -#}
+  {{ return('# spark_bucketing query column') }}
+{% endmacro %}
+
+{% macro described_run(relation, sql) %}
+  {#- What an incremental run reads before it plans: {'columns': the
+      columns of its query `sql` (query_columns), 'extension':
+      extension_active, 'info': table_info of `relation` (none where it is
+      not an existing table), 'properties': the table's properties, as
+      table_properties reads them, or none (read where they are needed)}.
+      With the session extension loaded and the table there, one statement
+      reads them all (describe_statement): three round trips fewer than
+      DESCRIBE QUERY, two SETs and DESCRIBE TABLE EXTENDED. -#}
+  {%- set loaded = spark_bucketing.extension_loaded() -%}
+  {%- set exists = relation is not none and relation.is_table -%}
+  {%- if not (loaded and exists) -%}
+    {{ return({'columns': spark_bucketing.query_columns(sql), 'extension': spark_bucketing.extension_active(loaded),
+               'info': spark_bucketing.table_info(relation) if exists else none, 'properties': none}) }}
+  {%- endif -%}
+  {%- set rows = run_query(spark_bucketing.describe_statement() ~ ' ' ~ relation ~ ' query as ' ~ sql).rows -%}
+  {%- set query_rows = [] -%}
+  {%- for row in rows if row[0] == spark_bucketing.query_column_row() -%}{%- do query_rows.append([row[1], row[2]]) -%}{%- endfor -%}
+  {%- set switch = (spark_bucketing.kind_properties(rows, spark_bucketing.setting_row()) or {}).get(spark_bucketing.extension_switch()) -%}
+  {#- describe_sections skips the rows after DESCRIBE's (each headed by `#`). -#}
+  {{ return({'columns': spark_bucketing.query_columns(sql, query_rows), 'extension': spark_bucketing.switched_on(switch),
+             'info': spark_bucketing.table_info(relation, rows),
+             'properties': spark_bucketing.kind_properties(rows, spark_bucketing.property_row()) or {}}) }}
 {% endmacro %}

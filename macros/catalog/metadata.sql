@@ -107,7 +107,7 @@
 {% macro kind_properties(rows, kind) %}
   {#- {key: value} of the (kind, key, value) rows of `kind` among `rows`, as
       an extension statement returns a table's properties beside other rows
-      (mark_choosing, described_table); none where there are none. -#}
+      (mark_choosing, described_run); none where there are none. -#}
   {%- set props = rows | selectattr('0', 'equalto', kind) | list -%}
   {{ return(dict(zip(props | map(attribute='1'), props | map(attribute='2'))) if props else none) }}
 {% endmacro %}

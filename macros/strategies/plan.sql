@@ -15,7 +15,10 @@
       merge, columns, new_sql, model_sql (the model's rows, a batch's
       checked: batch_rows_sql), existing, info, meta, full_refresh, rebuild,
       extension (extension_active)}. -#}
-  {%- set query_columns = spark_bucketing.query_columns(sql) -%}
+  {#- Only a run that died part-way (a swap between its renames) leaves anything to repair: no statement otherwise. -#}
+  {%- set existing = spark_bucketing.recover(rels) -%}
+  {%- set described = spark_bucketing.described_run(existing, sql) -%}
+  {%- set query_columns = described.columns -%}
   {%- set merge = spark_bucketing.merge_config(query_columns) if incr.strategy == 'merge' else none -%}
   {%- set columns = spark_bucketing.stored_columns(query_columns, merge) -%}
   {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
@@ -23,10 +26,7 @@
     {%- do spark_bucketing.check_batch_columns(spec, columns, incr.batch) -%}
     {%- set sql = spark_bucketing.batch_rows_sql(sql, spec, incr.batch) -%}
   {%- endif -%}
-  {%- set existing = spark_bucketing.recover(rels) -%}
-  {%- set extension = spark_bucketing.extension_active() -%}
-  {%- set described = spark_bucketing.described_table(existing, extension) if existing is not none and existing.is_table
-      else {'info': none, 'properties': none} -%}
+  {%- set extension = described.extension -%}
   {%- set info = described.info -%}
   {%- set run = {'incr': incr, 'merge': merge, 'new_sql': sql, 'model_sql': sql, 'existing': existing, 'info': info, 'meta': none,
                  'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec,

@@ -17,12 +17,18 @@
   {{ return('spark_bucketing.extension.enabled') }}
 {% endmacro %}
 
-{% macro extension_active() %}
-  {#- Whether the session loaded the extension and has not switched it off
-      (the switch is on unless set to false). SET commands, whose answer
+{% macro extension_active(loaded=none) %}
+  {#- Whether the session loaded the extension (`loaded`: extension_loaded,
+      read already) and has not switched it off. SET commands, whose answer
       comes with the statement: a SELECT, even of literals, is a fresh JVM's
       first query and costs about 0.3-0.4 s more there. -#}
-  {{ return(spark_bucketing.extension_loaded() and spark_bucketing.get_conf(spark_bucketing.extension_switch()) | trim | lower != 'false') }}
+  {%- set loaded = spark_bucketing.extension_loaded() if loaded is none else loaded -%}
+  {{ return(loaded and spark_bucketing.switched_on(spark_bucketing.get_conf(spark_bucketing.extension_switch()))) }}
+{% endmacro %}
+
+{% macro switched_on(value) %}
+  {#- Whether the extension's switch, set to `value` (none or '<undefined>' where it is not set), is on: on unless false. -#}
+  {{ return(value is none or value | trim | lower != 'false') }}
 {% endmacro %}
 
 {% macro extension_loaded() %}

@@ -53,9 +53,13 @@ SWITCH_STATEMENT = "spark_bucketing switch partitions"
 CLEAN_STATEMENT = "spark_bucketing clean folders"
 #: ... marks a run choosing in a table's commit lock, then lists the lock's entries and reads the table's properties.
 MARK_LOCK_STATEMENT = "spark_bucketing mark lock"
-#: ... describes a table (DESCRIBE TABLE EXTENDED's rows), then gives its properties as rows of PROPERTY_ROW.
+#: ... describes a table (DESCRIBE TABLE EXTENDED's rows), then gives its properties as rows of PROPERTY_ROW, the
+#: extension's switch as a row of SETTING_ROW and, with `query as <query>`, the query's columns as rows of
+#: QUERY_COLUMN_ROW.
 DESCRIBE_STATEMENT = "spark_bucketing describe table"
 PROPERTY_ROW = "# spark_bucketing property"
+SETTING_ROW = "# spark_bucketing setting"
+QUERY_COLUMN_ROW = "# spark_bucketing query column"
 #: ... writes a query's rows into a bucketed folder with no catalog entry, as an INSERT into a bucketed table would.
 WRITE_FOLDER_STATEMENT = "spark_bucketing write folder"
 #: The table functions the extension adds: a bucketed folder's files and the rows their footers state ...

@@ -344,14 +344,16 @@ object PropertyRows {
     session.sql(s"show tblproperties ${table.quotedString}").collect().map(r => Row(kind, r.getString(0), r.getString(1)))
 }
 
-/** A run's reads of its table before it writes, in one round trip of a remote client instead of two:
+/** A run's reads before it plans, in one round trip of a remote client instead of four:
  *
- *    SPARK_BUCKETING DESCRIBE TABLE <table>
+ *    SPARK_BUCKETING DESCRIBE TABLE <table> [QUERY AS <query>]
  *
  *  returns the rows of DESCRIBE TABLE EXTENDED, then a (PropertyRow, key, value) row per property, as SHOW
- *  TBLPROPERTIES shows them. A reader of DESCRIBE's sections skips the property rows (a first column starting with
- *  `#` is a section's heading). */
-case class DescribeWithProperties(table: TableIdentifier) extends LeafRunnableCommand {
+ *  TBLPROPERTIES shows them, then a (SettingRow, key, value) row of the extension's switch as the session has it
+ *  (value NULL where it is not set), then, with a query, a (QueryColumnRow, name, type) row per column of the query,
+ *  as DESCRIBE QUERY gives them. A reader of DESCRIBE's sections skips the rows after its own (a first column
+ *  starting with `#` is a section's heading). */
+case class DescribeWithProperties(table: TableIdentifier, query: Option[String] = None) extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
     AttributeReference("col_name", StringType)(),
@@ -362,7 +364,10 @@ case class DescribeWithProperties(table: TableIdentifier) extends LeafRunnableCo
     val described = session.sql(s"describe table extended ${table.quotedString}").collect()
       .map(r => Row(r.getString(0), r.getString(1), r.getString(2)))
     val properties = PropertyRows(session, table, Contracts.PropertyRow)
-    (described ++ properties).toSeq
+    val setting = Row(Contracts.SettingRow, Contracts.ExtensionSwitch, session.conf.getOption(Contracts.ExtensionSwitch).orNull)
+    val columns = query.toSeq.flatMap(q =>
+      session.sql(s"describe query $q").collect().map(r => Row(Contracts.QueryColumnRow, r.getString(0), r.getString(1))))
+    (described ++ properties ++ Seq(setting) ++ columns).toSeq
   }
 }
 
@@ -421,7 +426,7 @@ object BucketingStatements {
   private val Switch = pattern(Contracts.SwitchStatement)
   private val Clean = pattern(Contracts.CleanStatement)
   private val MarkLock = (words(Contracts.MarkLockStatement) + """\s+(.+?)\s+entry\s+([A-Za-z0-9_]+)\s*;?\s*$""").r
-  private val Describe = (words(Contracts.DescribeStatement) + """\s+(.+?)\s*;?\s*$""").r
+  private val Describe = (words(Contracts.DescribeStatement) + """\s+(.+?)(?:\s+query\s+as\s+(.+?))?\s*;?\s*$""").r
   // Possessive: a long literal (a query) takes a few steps, not one stack frame per character.
   private val QuotedString = """'(?:[^'\\]++|\\.)*+'"""
   private val Write =
@@ -477,7 +482,7 @@ object BucketingStatements {
       Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts("keep"),
         lockEntry(body).orElse(release), texts("delete"), release))
     case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
-    case Describe(name) => Some(DescribeWithProperties(delegate.parseTableIdentifier(name.trim)))
+    case Describe(name, query) => Some(DescribeWithProperties(delegate.parseTableIdentifier(name.trim), Option(query)))
     case Write(literal, null, query) =>
       Some(WriteBucketedFolder(BucketedFolder.parse(json(literal, delegate)), delegate.parseQuery(query)))
     case Write(literal, then, query) =>

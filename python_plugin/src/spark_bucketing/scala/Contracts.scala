@@ -33,10 +33,15 @@ object Contracts {
   /** The statement the extension adds to mark a run choosing in a table's commit lock, list the lock's entries and
    *  read the table's properties, in one round trip (MarkCommitLock). */
   val MarkLockStatement = "spark_bucketing mark lock"
-  /** The statement the extension adds to describe a table and read its properties in one round trip (DescribeWithProperties). */
+  /** The statement the extension adds to describe a table, read its properties and the extension's switch, and
+   *  describe a query, in one round trip (DescribeWithProperties). */
   val DescribeStatement = "spark_bucketing describe table"
   /** The first column of DescribeWithProperties's property rows. */
   val PropertyRow = "# spark_bucketing property"
+  /** The first column of DescribeWithProperties's row of the extension's switch. */
+  val SettingRow = "# spark_bucketing setting"
+  /** The first column of DescribeWithProperties's rows of its query's columns. */
+  val QueryColumnRow = "# spark_bucketing query column"
   /** The statement the extension adds to write a query's rows into a bucketed folder with no catalog entry (WriteBucketedFolder). */
   val WriteFolderStatement = "spark_bucketing write folder"
   /** The table function the extension adds: a folder's rows, read as a table of its description reads them (FolderRelation). */

@@ -319,19 +319,20 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
   override def run(session: SparkSession): Seq[Row] = {
     val schema = table.database.map(d => quoted(d) + ".").getOrElse("")
     session.sql(s"create view $schema${quoted(mark)} as select 1 as held").collect()
-    val like = table.table.toLowerCase(java.util.Locale.ROOT) + "__dbt_*"
-    val in = table.database.map(d => s" in ${quoted(d)}").getOrElse("")
-    val entries = session.sql(s"show tables$in like '$like'").collect().map(r => Row("entry", r.getString(1), null))
     val catalog = session.sessionState.catalog
+    // As SHOW TABLES .. LIKE lists them (ShowTablesCommand calls the same), without a statement planned.
+    val like = table.table.toLowerCase(java.util.Locale.ROOT) + "__dbt_*"
+    val entries = catalog.listTables(table.database.getOrElse(catalog.getCurrentDatabase), like)
+      .map(t => Row("entry", t.table, null))
     // A run's first build takes the lock before its table exists.
-    if (!catalog.tableExists(table)) return entries.toSeq
-    val properties = PropertyRows(session, table, "property")
+    if (!catalog.tableExists(table)) return entries
     val meta = catalog.getTableMetadata(table)
+    val properties = PropertyRows(session, meta, "property")
     // Names only, as SHOW PARTITIONS lists them: no partition's storage or parameters read.
     val partitions =
       if (meta.partitionColumnNames.isEmpty) Nil
       else catalog.listPartitionNames(meta.identifier).map(Row("partition", _, null))
-    (entries ++ properties ++ partitions).toSeq
+    entries ++ properties ++ partitions
   }
 
   private def quoted(name: String) = "`" + name.replace("`", "``") + "`"
@@ -340,8 +341,11 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
 /** A table's properties as SHOW TBLPROPERTIES shows them, as (`kind`, key, value) rows of a statement that returns
  *  them among other rows (MarkCommitLock, DescribeWithProperties). */
 object PropertyRows {
-  def apply(session: SparkSession, table: TableIdentifier, kind: String): Array[Row] =
-    session.sql(s"show tblproperties ${table.quotedString}").collect().map(r => Row(kind, r.getString(0), r.getString(1)))
+  /** From the table's entry `meta`, read already, as ShowTablePropertiesCommand shows them (redacted, no view's
+   *  keys, by key): no statement planned, no second read of the entry. */
+  def apply(session: SparkSession, meta: CatalogTable, kind: String): Seq[Row] =
+    session.sessionState.conf.redactOptions(meta.properties).filter { case (key, _) => !key.startsWith(CatalogTable.VIEW_PREFIX) }
+      .toSeq.sortBy(_._1).map { case (key, value) => Row(kind, key, value) }
 }
 
 /** A run's reads before it plans, in one round trip of a remote client instead of four:
@@ -363,7 +367,7 @@ case class DescribeWithProperties(table: TableIdentifier, query: Option[String] 
   override def run(session: SparkSession): Seq[Row] = {
     val described = session.sql(s"describe table extended ${table.quotedString}").collect()
       .map(r => Row(r.getString(0), r.getString(1), r.getString(2)))
-    val properties = PropertyRows(session, table, Contracts.PropertyRow)
+    val properties = PropertyRows(session, session.sessionState.catalog.getTableMetadata(table), Contracts.PropertyRow)
     val setting = Row(Contracts.SettingRow, Contracts.ExtensionSwitch, session.conf.getOption(Contracts.ExtensionSwitch).orNull)
     val columns = query.toSeq.flatMap(q =>
       session.sql(s"describe query $q").collect().map(r => Row(Contracts.QueryColumnRow, r.getString(0), r.getString(1))))

@@ -192,28 +192,25 @@
   {{ return({'left': left, 'published': spark_bucketing.published_state(meta, state.scope, checked.stats, written_props, state.declared)}) }}
 {% endmacro %}
 
-{% macro retire_folders(rels, meta, replaced) %}
-  {#- Under the commit lock: the folders this run's switch `replaced` are
-      kept in the table's properties (replaced_key) for
-      replaced_folders_retention seconds, since a query that listed them
-      before the switch may still read them; returns the folders to delete
-      now: those kept past their retention (their keys unset), and with a
-      retention of 0 the replaced ones. No partition points at any of them:
+{% macro retirement(meta, replaced) %}
+  {#- The folders this run's switch `replaced` are kept for
+      replaced_folders_retention seconds, recorded in the table's properties
+      (replaced_key), since a query that listed them before the switch may
+      still read them. Returns {'set': the properties that keep them,
+      'unset': the keys of the folders kept past their retention, 'due':
+      the folders to delete now: those, and with a retention of 0 the
+      replaced ones}, which the end of the commit writes and deletes under
+      the commit lock (finish_publish). No partition points at any of them:
       a switch only ever points partitions at its own run's folders. -#}
   {%- set retention = spark_bucketing.replaced_folders_retention() -%}
   {%- set now = spark_bucketing.epoch_now() -%}
-  {%- set due = meta.replaced.items() | selectattr('1.replaced_at', 'le', now - retention) | list -%}
-  {%- if retention == 0 -%}
-    {%- do spark_bucketing.unset_properties(rels.target, due | map(attribute='0') | list) -%}
-    {{ return(replaced + (due | map(attribute='1.folder') | list)) }}
-  {%- endif -%}
+  {%- set expired = meta.replaced.items() | selectattr('1.replaced_at', 'le', now - retention) | list -%}
   {%- set kept = {} -%}
-  {%- for folder in replaced -%}
+  {%- for folder in replaced if retention > 0 -%}
     {%- do kept.update({spark_bucketing.replaced_key(folder): tojson({'folder': folder, 'replaced_at': now})}) -%}
   {%- endfor -%}
-  {%- do spark_bucketing.set_properties(rels.target, kept) -%}
-  {%- do spark_bucketing.unset_properties(rels.target, due | map(attribute='0') | list) -%}
-  {{ return(due | map(attribute='1.folder') | list) }}
+  {{ return({'set': kept, 'unset': expired | map(attribute='0') | list,
+             'due': (replaced if retention == 0 else []) + (expired | map(attribute='1.folder') | list)}) }}
 {% endmacro %}
 
 {% macro publish_partitions(rels, info, meta, spec, columns, plan, extension) %}
@@ -263,25 +260,29 @@
   {#- The folders an append's files were moved out of are empty (and the
       run's folder, where all of them were). -#}
   {%- set moved_out = checked.stats | selectattr('path', 'in', state.added) | map(attribute='location') | list -%}
-  {%- set due = spark_bucketing.retire_folders(rels, state.meta, replaced)
-      + ([location] if moved_out and moved_out | length == checked.stats | length else moved_out) -%}
-  {%- do spark_bucketing.finish_publish(rels, plan, due, extension, (state.meta.replaced.values() | map(attribute='folder') | list) + replaced) -%}
+  {%- set retired = spark_bucketing.retirement(state.meta, replaced) -%}
+  {%- do retired.update({'due': retired.due + ([location] if moved_out and moved_out | length == checked.stats | length else moved_out)}) -%}
+  {%- do spark_bucketing.finish_publish(rels, plan, retired, extension, (state.meta.replaced.values() | map(attribute='folder') | list) + replaced) -%}
 {% endmacro %}
 
-{% macro finish_publish(rels, plan, due, extension, keep) %}
-  {#- The end of a partitions' publish: the folders `due` (retire_folders)
-      and the staged rows' folder (and side table) deleted, the commit lock
+{% macro finish_publish(rels, plan, retired, extension, keep) %}
+  {#- The end of a partitions' publish: the replaced folders' properties
+      written and the folders due deleted (`retired`: retirement), the
+      staged rows' folder (and side table) deleted, the commit lock
       released. With the session extension one statement (end_commit) does
       it all and deletes dead runs' folders (but those `keep` holds);
-      without, the lock is released first and the folders go through the
-      scratch table. -#}
+      without, the properties are written, the lock released, then the
+      folders go through the scratch table. -#}
+  {%- set due = retired.due -%}
   {%- if plan.staged is not none -%}
     {%- if plan.staged.relation is not none -%}{%- do adapter.drop_relation(plan.staged.relation) -%}{%- endif -%}
     {%- set due = due + [plan.stage_location] -%}
   {%- endif -%}
   {%- if extension -%}
-    {%- do spark_bucketing.end_commit(rels, keep, due) -%}
+    {%- do spark_bucketing.end_commit(rels, keep, due, retired.set, retired.unset) -%}
   {%- else -%}
+    {%- do spark_bucketing.set_properties(rels.target, retired.set) -%}
+    {%- do spark_bucketing.unset_properties(rels.target, retired.unset) -%}
     {%- do spark_bucketing.release_commit_lock(rels) -%}
     {%- do spark_bucketing.delete_locations(due, rels.scratch) -%}
   {%- endif -%}

@@ -29,9 +29,11 @@
   {{ return('spark_bucketing clean folders') }}
 {% endmacro %}
 
-{% macro end_commit(rels, keep, delete) %}
+{% macro end_commit(rels, keep, delete, set_props={}, unset_keys=[]) %}
   {#- Through the session extension, in one statement, under the commit
-      lock: deletes the folders under the table's `_bucketing/` of runs that
+      lock: sets the table's properties `set_props` and unsets `unset_keys`
+      (the replaced folders kept and let go: retirement), then deletes the
+      folders under the table's `_bucketing/` of runs that
       started more than leftover_grace_period ago and that no partition
       points into, nor a replaced folder kept for its retention (`keep`);
       deletes the run's own folders in `delete` (it refuses the whole list,
@@ -40,7 +42,8 @@
       partitions are read only when a dead run's folder is there. -#}
   {%- set entry = model.get('spark_bucketing_lock_entry') -%}
   {%- set payload = {'started_before': spark_bucketing.epoch_now() - spark_bucketing.leftover_grace_period(), 'keep': keep,
-                     'delete': delete, 'release_lock': entry} -%}
+                     'delete': delete, 'release_lock': entry, 'table_properties': spark_bucketing.unredacted(set_props),
+                     'unset_properties': unset_keys} -%}
   {%- set deleted = run_query(spark_bucketing.clean_statement() ~ ' ' ~ rels.target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) -%}
   {%- do spark_bucketing.forget_commit_lock(rels) -%}
   {%- for row in deleted -%}

@@ -215,8 +215,12 @@ object AddedFiles {
  *    SPARK_BUCKETING CLEAN FOLDERS <table> LOCATIONS '<json>'
  *
  *  where <json> is {"started_before": epoch seconds, "keep": [folder, ...],
- *  "delete": [folder, ...], "release_lock": lock entry}, each optional.
+ *  "delete": [folder, ...], "release_lock": lock entry, "table_properties":
+ *  {key: value}, "unset_properties": [key, ...]}, each optional.
  *
+ *  - First the table's properties: `table_properties` set and
+ *    `unset_properties` removed, in one metastore call (the replaced folders
+ *    a run keeps for their retention, and lets go).
  *  - The folders that runs which died left under the table's `_bucketing/`.
  *    A run's folder is `_bucketing/<run>` (and `<run>__new`, its staged
  *    rows), where <run> is `r<start, epoch seconds>_<12 hex>`. A folder of
@@ -242,15 +246,21 @@ case class CleanRunFolders(
     keep: Seq[String],
     lockEntry: Option[String],
     delete: Seq[String] = Nil,
-    release: Option[String] = None)
+    release: Option[String] = None,
+    tableProperties: Map[String, String] = Map.empty,
+    unsetProperties: Seq[String] = Nil)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(AttributeReference("deleted", StringType)())
 
   override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
-    val meta = session.sessionState.catalog.getTableMetadata(table)
+    val catalog = session.sessionState.catalog
+    val meta = catalog.getTableMetadata(table)
     val conf = session.sessionState.newHadoopConf()
     val own = inside(meta, conf)
+    if (tableProperties.nonEmpty || unsetProperties.nonEmpty) {
+      catalog.alterTable(meta.copy(properties = meta.properties ++ tableProperties -- unsetProperties))
+    }
     val dead = clean(session, meta, conf)
     own.foreach(p => p.getFileSystem(conf).delete(p, true))
     release.foreach(CommitLock.release(session, _))
@@ -460,6 +470,14 @@ object BucketingStatements {
 
   private def json(literal: String, delegate: ParserInterface) = new ObjectMapper().readTree(string(literal, delegate))
 
+  /** A payload's {key: text} object `key` (empty where missing). */
+  private def textMap(body: com.fasterxml.jackson.databind.JsonNode, key: String): Map[String, String] =
+    body.path(key).fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
+
+  /** A payload's [text] array `key` (empty where missing). */
+  private def texts(body: com.fasterxml.jackson.databind.JsonNode, key: String): Seq[String] =
+    body.path(key).elements().asScala.map(_.asText()).toSeq
+
   /** The run's commit lock entry a failing statement releases ("release_lock_on_failure"). */
   private def lockEntry(body: com.fasterxml.jackson.databind.JsonNode) =
     Option(body.get("release_lock_on_failure")).filterNot(_.isNull).map(_.asText())
@@ -475,16 +493,15 @@ object BucketingStatements {
         PartitionMove(spec, text("location"), text("record"), entry.path("create").asBoolean(false),
           entry.path("drop").asBoolean(false), text("add_files"), text("expect_location"))
       }.toSeq
-      def props(key: String) = body.path(key).fields().asScala.map(f => f.getKey -> f.getValue.asText()).toMap
-      Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, props("table_properties"),
-        props("table_properties_after"), body.path("fail_after_moves").asBoolean(false), lockEntry(body),
-        props("commit_properties"), body.path("table_properties_unset_after").elements().asScala.map(_.asText()).toSeq))
+      Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, textMap(body, "table_properties"),
+        textMap(body, "table_properties_after"), body.path("fail_after_moves").asBoolean(false), lockEntry(body),
+        textMap(body, "commit_properties"), texts(body, "table_properties_unset_after")))
     case Clean(name, literal) =>
       val body = json(literal, delegate)
-      def texts(key: String) = body.path(key).elements().asScala.map(_.asText()).toSeq
       val release = Option(body.get("release_lock")).filterNot(_.isNull).map(_.asText())
-      Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts("keep"),
-        lockEntry(body).orElse(release), texts("delete"), release))
+      Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts(body, "keep"),
+        lockEntry(body).orElse(release), texts(body, "delete"), release, textMap(body, "table_properties"),
+        texts(body, "unset_properties")))
     case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
     case Describe(name, query) => Some(DescribeWithProperties(delegate.parseTableIdentifier(name.trim), Option(query)))
     case Write(literal, null, query) =>

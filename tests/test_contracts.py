@@ -112,6 +112,11 @@ def test_hive_hash_v2_function_agrees():
     assert _macro_return_string("hive_hash_v2_function") == contracts.HIVE_HASH_V2_FUNCTION
 
 
+def test_hive_hash_function_agrees():
+    assert _scala_vals()["HiveHashFunction"] == contracts.HIVE_HASH_FUNCTION
+    assert _macro_return_string("hive_hash_v1_function") == contracts.HIVE_HASH_FUNCTION
+
+
 def test_hive_writer_hash_function_agrees():
     assert _scala_vals()["HiveWriterHashFunction"] == contracts.HIVE_WRITER_HASH_FUNCTION
     assert _macro_return_string("hive_writer_hash_function") == contracts.HIVE_WRITER_HASH_FUNCTION

@@ -13,7 +13,7 @@ from pyspark.sql import Row
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from harness.spark import BUCKET_IN_NAME, data_files, table_location
-from spark_bucketing import hashing
+from spark_bucketing import contracts, hashing
 from tests.support.hive_oracle import HiveOracle
 
 I32, I64 = 2**31, 2**63
@@ -81,6 +81,26 @@ def test_hive_bucket_ids_equal_hives_own_answer(oracle, type_name):
         for n in BUCKET_COUNTS:
             expected = oracle.bucket_number([value], [type_name], n)
             assert hashing.bucket_id([value], [type_name], n, "hive") == expected, (type_name, value, n)
+
+
+def test_the_extensions_hive_hash_is_the_temporary_function_the_macros_create(spark):
+    """The session extension's spark_bucketing_hive_hash, which the write of
+    a Hive-hash folder checks its rows with (no temporary function created),
+    gives what the temporary function the macros create without the
+    extension (Hive's GenericUDFHash) gives, for every supported type and
+    NULL. A new session holds none of the macros' temporary functions: the
+    function of that name there is the extension's."""
+    session = spark.newSession()
+    name = contracts.HIVE_HASH_FUNCTION
+    (listed,) = [f for f in session.catalog.listFunctions() if f.name == name]
+    assert listed.className == "org.apache.hadoop.hive.ql.udf.generic.GenericUDFHash"
+    session.sql(f"create temporary function sb_reference_hash as '{listed.className}'")
+    for type_name in hashing.HIVE_HASH_TYPES:
+        schema = StructType([StructField("v", _parse_datatype_string(type_name))])
+        frame = session.createDataFrame([(v,) for v in VALUES[type_name]], schema)
+        pairs = frame.selectExpr(f"{name}(v) as ours", "sb_reference_hash(v) as reference").collect()
+        assert [r.ours for r in pairs] == [r.reference for r in pairs], type_name
+        assert len({r.ours for r in pairs}) > 1, type_name
 
 
 def test_hive_multi_column_bucket_ids_equal_hives_own_answer(oracle):

@@ -102,7 +102,7 @@
       'folder': the folder's description, 'check': `then`'s rows or none}. -#}
   {%- set folder = spark_bucketing.bucketed_folder(spec, columns, location) -%}
   {%- if folder.get('bucketing_version') == 1 -%}
-    {%- do spark_bucketing.register_hash_functions() -%}
+    {#- Hive's own hash is the extension's function (hive_hash_v1_function): no temporary function to create. -#}
     {%- set rows_sql = spark_bucketing.hive_rows_checked_sql(spec,
         spark_bucketing.bucketed_write_sql(spark_bucketing.hive_writer_routed(spec), columns, sql, bucketed_rows)) -%}
   {%- else -%}

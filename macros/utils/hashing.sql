@@ -11,7 +11,14 @@
 {% endmacro %}
 
 {% macro hive_hash_function(bucketing_version=1) %}
-  {{ return(spark_bucketing.hive_hash_v2_function() if bucketing_version == 2 else 'spark_bucketing_hive_hash') }}
+  {{ return(spark_bucketing.hive_hash_v2_function() if bucketing_version == 2 else spark_bucketing.hive_hash_v1_function()) }}
+{% endmacro %}
+
+{% macro hive_hash_v1_function() %}
+  {#- Hive's own hash (GenericUDFHash): the session extension's function, and
+      the temporary function register_hash_functions creates where the
+      extension is not loaded; tied to HiveHashFunction in scala/Contracts.scala. -#}
+  {{ return('spark_bucketing_hive_hash') }}
 {% endmacro %}
 
 {% macro hive_hash_v2_function() %}
@@ -31,7 +38,9 @@
 {% endmacro %}
 
 {% macro default__register_hash_functions() %}
-  {#- Hive's own hash UDF, session-scoped; needed before any bucket_id_expr of the hive family runs. -#}
+  {#- Hive's own hash UDF, session-scoped; needed before any bucket_id_expr
+      of the hive family runs where the session extension (which adds it)
+      is not loaded. -#}
   {%- call statement('spark_bucketing_register_hash', auto_begin=false) -%}
     create or replace temporary function {{ spark_bucketing.hive_hash_function() }}
     as 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFHash'

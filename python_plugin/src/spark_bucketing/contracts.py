@@ -75,6 +75,8 @@ MERGED_FILES_DEFAULT = "1"  # off: the Sort measured faster (docs/benchmarks.md)
 
 #: The SQL function the extension adds: Hive's bucketing v2 hash of its arguments (HiveHashV2).
 HIVE_HASH_V2_FUNCTION = "spark_bucketing_hive_hash_v2"
+#: ... Hive's own hash (GenericUDFHash), also the temporary function the macros create without the extension.
+HIVE_HASH_FUNCTION = "spark_bucketing_hive_hash"
 #: ... and Spark's own Hive v1 hash, the one its writer places a Hive table's rows by (HiveWriterHash).
 HIVE_WRITER_HASH_FUNCTION = "spark_bucketing_hive_writer_hash"
 

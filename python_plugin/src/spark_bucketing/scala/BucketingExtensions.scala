@@ -28,6 +28,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectTableFunction(TablePartitionRecords.description)
     extensions.injectFunction(HiveHashV2.description)
     extensions.injectFunction(HiveWriterHash.description)
+    extensions.injectFunction(org.apache.spark.sql.hive.HiveHashFunction.description)
   }
 }
 

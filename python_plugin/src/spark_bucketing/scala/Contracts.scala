@@ -50,6 +50,9 @@ object Contracts {
   val PartitionRecordsFunction = "spark_bucketing_records"
   /** The table function the extension adds: a bucketed folder's files and their footers' row counts (TableFiles). */
   val TableFilesFunction = "spark_bucketing_files"
+  /** The SQL function the extension adds: Hive's own hash (GenericUDFHash), which the macros create as a temporary
+   *  function where the extension is not loaded (HiveHashFunction). */
+  val HiveHashFunction = "spark_bucketing_hive_hash"
   /** The SQL function the extension adds: Hive's bucketing v2 hash of its arguments (HiveHashV2). */
   val HiveHashV2Function = "spark_bucketing_hive_hash_v2"
   /** The SQL function the extension adds: Spark's own Hive v1 hash, the one its writer places rows by (HiveWriterHash). */

@@ -232,19 +232,20 @@ def test_with_the_extension_the_check_rejects_a_broken_write_of_a_bucketed_folde
 
 @pytest.fixture(scope="module")
 def disagreeing_hash_project(spark, tmp_path_factory, dbt_project):
-    """A project whose Hive hash function (register_hash_functions, through
-    adapter.dispatch) is not Hive's: abs() of the key, which agrees with
-    Hive's hash of an int on keys >= 0 only."""
+    """A project whose Hive hash (bucket_id_expr, through adapter.dispatch)
+    is not Hive's: abs() of the key, which agrees with Hive's hash of an int
+    on keys >= 0 only."""
     return _overriding_project(
         tmp_path_factory,
         dbt_project,
         "sb_disagreeing",
         """
-        {% macro spark__register_hash_functions() %}
-          {% call statement('not_hives_hash', auto_begin=false) %}
-            create or replace temporary function spark_bucketing_hive_hash
-            as 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFAbs'
-          {% endcall %}
+        {% macro spark__bucket_id_expr(columns, buckets, bucket_hash, bucketing_version=1) %}
+          {%- if bucket_hash == 'hive' -%}
+            ((abs({{ spark_bucketing.quoted(columns) | join(', ') }}) & 2147483647) % {{ buckets }})
+          {%- else -%}
+            {{ spark_bucketing.default__bucket_id_expr(columns, buckets, bucket_hash, bucketing_version) }}
+          {%- endif -%}
         {% endmacro %}
         """,
     )

@@ -64,12 +64,13 @@
     {%- do spark_bucketing.finish_added_files(rels, fresh) -%}
     {%- set fresh = spark_bucketing.read_metadata(rels.target, records=false) -%}
   {%- endif -%}
-  {%- if fresh.commit == meta.commit -%}
+  {%- if fresh.commit == meta.commit and checked.scope is not none -%}
+    {{ return({'info': info, 'meta': meta, 'scope': checked.scope, 'replaced': checked.replaced, 'commit': meta.commit + 1, 'conflict': none}) }}
+  {%- elif fresh.commit == meta.commit -%}
     {#- A bucketed folder's scope is read here, under the lock (verify_partitions). -#}
-    {%- set scope = checked.scope if checked.scope is not none
-        else spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, catalog) -%}
-    {%- set replaced = checked.replaced if checked.scope is not none else spark_bucketing.replaced_folders(scope, spec) -%}
-    {{ return({'info': info, 'meta': meta, 'scope': scope, 'replaced': replaced, 'commit': meta.commit + 1, 'conflict': none}) }}
+    {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, catalog) -%}
+    {{ return({'info': info, 'meta': meta, 'scope': scope, 'replaced': spark_bucketing.replaced_folders(scope, spec),
+               'commit': meta.commit + 1, 'conflict': none}) }}
   {%- endif -%}
   {%- set now_info = spark_bucketing.table_info(rels.target) -%}
   {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, catalog) -%}

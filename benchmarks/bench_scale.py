@@ -11,7 +11,13 @@ of three, sides alternated.
 
     .venv/bin/python benchmarks/bench_scale.py [--rows 3000000] [--sizes 10 100 1000] [--backfill 300]
         [--only incremental] [--per-day 400] [--daily-buckets 8] [--hashes spark hive] [--extension]
-        [--models 1] [--catalog derby|postgres] [--connection session|thrift]
+        [--models 1] [--catalog derby|postgres] [--connection session|thrift] [--warmup 0]
+
+`--warmup N`: before the timed one-day `insert_overwrite` runs, each side
+runs it N times untimed, in turn (on a Thrift Server: a long-lived Spark
+that has run these statements before, its JIT compiled; with `method:
+session` every run starts a JVM of its own, so it changes nothing there).
+An `append` is not warmed up: each run adds a day's rows again.
 
 Prints the figures docs/benchmarks.md reports.
 """
@@ -234,13 +240,15 @@ def incremental(
     models_per_side: int = 1,
     service: MetastoreService | None = None,
     thrift: bool = False,
+    warmup: int = 0,
 ) -> None:
     """`with_extension`: every dbt process loads the session extension (ours
     then switches replaced partitions in one statement; stock is unaffected).
     `models_per_side` > 1: each side is that many models (tables) run by one
     `dbt run`, as a project's models are; the figures are per model.
     `service`: a metastore service (MetastoreService) to use instead of the
-    embedded Derby. `thrift`: every run goes to one Thrift Server."""
+    embedded Derby. `thrift`: every run goes to one Thrift Server.
+    `warmup`: untimed one-day insert_overwrite runs per side first."""
     from spark_bucketing import extension
 
     settings = extension.spark_settings(extension.build_jar()) if with_extension else {}
@@ -254,9 +262,10 @@ def incremental(
         (", the session extension loaded" if with_extension else "")
         + (", catalog: a Hive metastore service on Postgres" if service else "")
         + (", every run on one Spark Thrift Server (method: thrift)" if thrift else "")
+        + (f", {warmup} untimed insert_overwrite run(s) per side first" if warmup else "")
     )
     try:
-        incremental_runs(counted, setting, sizes, backfill, per_day, buckets, hashes, models_per_side)
+        incremental_runs(counted, setting, sizes, backfill, per_day, buckets, hashes, models_per_side, warmup)
     finally:
         if server:
             server.stop()
@@ -271,8 +280,10 @@ def incremental_runs(
     buckets: int,
     hashes: list[str],
     models_per_side: int,
+    warmup: int = 0,
 ) -> None:
-    """The one-day runs and the backfill of `incremental`; `setting`: how the runs are set up, for the title."""
+    """The one-day runs and the backfill of `incremental`; `setting`: how the runs are set up, for the title;
+    `warmup`: untimed one-day insert_overwrite runs per side, in turn, before the timed ones."""
     project = counted.project
     sql = DAILY.format(per_day=per_day)
     common = f"partition_by=['day'], clustered_by=['k'], buckets={buckets}, incremental_strategy=var('strategy')"
@@ -314,6 +325,9 @@ def incremental_runs(
             run(model, 0, n - 1, "insert_overwrite", "--full-refresh")()
         for strategy in ("insert_overwrite", "append"):
             runs = {side: run(model, n - 1, n - 1, strategy) for side, model in sides.items()}
+            for _ in range(warmup if strategy == "insert_overwrite" else 0):
+                for warm in runs.values():
+                    warm()
             report(n, f"one day, {strategy}", best_alternating(runs, "model"), first_size)
     n = max(sizes)
     for strategy in ("insert_overwrite", "append") if backfill else ():
@@ -364,6 +378,7 @@ def main() -> int:
         default="session",
         help="incremental runs: Spark in each `dbt run` (method: session), or one Spark Thrift Server for all",
     )
+    parser.add_argument("--warmup", type=int, default=0, help="untimed one-day insert_overwrite runs per side first")
     parser.add_argument("--base", type=Path, default=None, help="folder for the projects (default: a temporary one)")
     args = parser.parse_args()
     base = args.base or Path(tempfile.mkdtemp(prefix="sb-bench-scale-"))
@@ -389,6 +404,7 @@ def main() -> int:
                 args.models,
                 service,
                 args.connection == "thrift",
+                args.warmup,
             )
         finally:
             if service:

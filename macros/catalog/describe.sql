@@ -97,8 +97,9 @@
       not an existing table), 'properties': the table's properties, as
       table_properties reads them, or none (read where they are needed)}.
       With the session extension loaded and the table there, one statement
-      reads them all (describe_statement): three round trips fewer than
-      DESCRIBE QUERY, two SETs and DESCRIBE TABLE EXTENDED. -#}
+      reads them all (describe_statement) where DESCRIBE QUERY, the
+      switch's SET, DESCRIBE TABLE EXTENDED and SHOW TBLPROPERTIES would be
+      four; the SET that tells whether the extension is loaded comes first. -#}
   {%- set loaded = spark_bucketing.extension_loaded() -%}
   {%- set exists = relation is not none and relation.is_table -%}
   {%- if not (loaded and exists) -%}

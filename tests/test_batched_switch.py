@@ -23,6 +23,7 @@ from tests.support.incremental import (
     run_model,
     run_statements,
     statement_body,
+    statement_payload,
     step,
     table_rows,
 )
@@ -54,7 +55,7 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     # records in the table's properties): no partition is listed without a
     # record, or recorded before it points at the files its record describes.
     (batch,) = [s for s in statements if s.lower().startswith(contracts.SWITCH_STATEMENT)]
-    payload = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", batch, re.S).group(1)))
+    payload = statement_payload(batch)
     moved = [m for m in payload["moves"] if not m["create"]]
     added = [m for m in payload["moves"] if m["create"]]
     assert sorted(m["spec"]["day"] for m in moved) == [f"2024-01-0{d}" for d in (2, 3, 4, 5)]
@@ -71,7 +72,7 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     assert not [s for s in statements if re.match(r"alter table \S+ (add partition|set tblproperties)", s)]
     # The four replaced folders are deleted by the statement that ends the commit, not the scratch table's three.
     (ended,) = [s for s in statements if s.lower().startswith(contracts.CLEAN_STATEMENT)]
-    ending = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", ended, re.S).group(1)))
+    ending = statement_payload(ended)
     assert len(ending["delete"]) == 4 and ending["release_lock"]
     assert not [s for s in statements if s.lower().startswith("drop view")]
     assert not [s for s in statements if "__dbt_scratch" in s]

@@ -5,13 +5,12 @@ run's; an entry older than commit_lock_expiry is a dead run's and goes."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 
 from harness.spark import extension_on
 from spark_bucketing import contracts, extension
-from tests.support.incremental import model_sql, statement_body
+from tests.support.incremental import model_sql, statement_body, statement_payload
 
 
 def _model(vars_: dict) -> str:
@@ -64,7 +63,7 @@ def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock
     assert not [s for s in statements if statement_body(s).lower().startswith("show partitions")]
     mark = re.search(r" entry (\S+)$", lock[0]).group(1)
     assert "__dbt_lock_c_" in mark
-    ending = json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", lock[2], re.S).group(1)))
+    ending = statement_payload(lock[2])
     assert ending["release_lock"] == f"{dbt_project.schema}.{mark}"
     left = [r.tableName for r in spark.sql(f"show tables in {dbt_project.schema} like '{name}__dbt_lock_*'").collect()]
     assert left == []

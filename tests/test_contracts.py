@@ -76,27 +76,28 @@ def test_extension_switch_agrees():
     assert _macro_return_string("extension_class") == contracts.EXTENSION_CLASS
 
 
-def test_switch_statement_agrees():
-    assert _scala_vals()["SwitchStatement"] == contracts.SWITCH_STATEMENT
-    assert _macro_return_string("switch_statement") == contracts.SWITCH_STATEMENT
-    assert _scala_vals()["CleanStatement"] == contracts.CLEAN_STATEMENT
-    assert _macro_return_string("clean_statement") == contracts.CLEAN_STATEMENT
-    assert _scala_vals()["WriteFolderStatement"] == contracts.WRITE_FOLDER_STATEMENT
-    assert _macro_return_string("write_folder_statement") == contracts.WRITE_FOLDER_STATEMENT
-    assert _scala_vals()["MarkLockStatement"] == contracts.MARK_LOCK_STATEMENT
-    assert _macro_return_string("mark_lock_statement") == contracts.MARK_LOCK_STATEMENT
-    assert _scala_vals()["DescribeStatement"] == contracts.DESCRIBE_STATEMENT
-    assert _macro_return_string("describe_statement") == contracts.DESCRIBE_STATEMENT
-    assert _scala_vals()["PropertyRow"] == contracts.PROPERTY_ROW
-    assert _macro_return_string("property_row") == contracts.PROPERTY_ROW
-    assert _scala_vals()["SettingRow"] == contracts.SETTING_ROW
-    assert _macro_return_string("setting_row") == contracts.SETTING_ROW
-    assert _scala_vals()["QueryColumnRow"] == contracts.QUERY_COLUMN_ROW
-    assert _macro_return_string("query_column_row") == contracts.QUERY_COLUMN_ROW
-    assert _scala_vals()["TableFilesFunction"] == contracts.TABLE_FILES_FUNCTION
-    assert _macro_return_string("table_files_function") == contracts.TABLE_FILES_FUNCTION
-    assert _scala_vals()["FolderReadFunction"] == contracts.FOLDER_READ_FUNCTION
-    assert _macro_return_string("folder_read_function") == contracts.FOLDER_READ_FUNCTION
+#: The extension's statement words, row markers and function names the macros send: (Scala val, macro, contract).
+STATEMENT_NAMES = [
+    ("SwitchStatement", "switch_statement", contracts.SWITCH_STATEMENT),
+    ("CleanStatement", "clean_statement", contracts.CLEAN_STATEMENT),
+    ("WriteFolderStatement", "write_folder_statement", contracts.WRITE_FOLDER_STATEMENT),
+    ("MarkLockStatement", "mark_lock_statement", contracts.MARK_LOCK_STATEMENT),
+    ("DescribeStatement", "describe_statement", contracts.DESCRIBE_STATEMENT),
+    ("PropertyRow", "property_row", contracts.PROPERTY_ROW),
+    ("SettingRow", "setting_row", contracts.SETTING_ROW),
+    ("QueryColumnRow", "query_column_row", contracts.QUERY_COLUMN_ROW),
+    ("TableFilesFunction", "table_files_function", contracts.TABLE_FILES_FUNCTION),
+    ("FolderReadFunction", "folder_read_function", contracts.FOLDER_READ_FUNCTION),
+    ("HiveHashV2Function", "hive_hash_v2_function", contracts.HIVE_HASH_V2_FUNCTION),
+    ("HiveHashFunction", "hive_hash_v1_function", contracts.HIVE_HASH_FUNCTION),
+    ("HiveWriterHashFunction", "hive_writer_hash_function", contracts.HIVE_WRITER_HASH_FUNCTION),
+]
+
+
+@pytest.mark.parametrize(("scala", "macro", "value"), STATEMENT_NAMES, ids=[m for _, m, _ in STATEMENT_NAMES])
+def test_statement_names_agree(scala, macro, value):
+    assert _scala_vals()[scala] == value
+    assert _macro_return_string(macro) == value
 
 
 def test_hive_hash_types_agree():
@@ -105,21 +106,6 @@ def test_hive_hash_types_agree():
     # The types the extension's v2 hash takes: the same list.
     (listed,) = re.findall(r"TypeNames: Seq\[String\] = Seq\(([^)]*)\)", (SCALA / "HiveBucketingV2.scala").read_text())
     assert tuple(re.findall(r'"(\w+)"', listed)) == contracts.HIVE_HASH_TYPES
-
-
-def test_hive_hash_v2_function_agrees():
-    assert _scala_vals()["HiveHashV2Function"] == contracts.HIVE_HASH_V2_FUNCTION
-    assert _macro_return_string("hive_hash_v2_function") == contracts.HIVE_HASH_V2_FUNCTION
-
-
-def test_hive_hash_function_agrees():
-    assert _scala_vals()["HiveHashFunction"] == contracts.HIVE_HASH_FUNCTION
-    assert _macro_return_string("hive_hash_v1_function") == contracts.HIVE_HASH_FUNCTION
-
-
-def test_hive_writer_hash_function_agrees():
-    assert _scala_vals()["HiveWriterHashFunction"] == contracts.HIVE_WRITER_HASH_FUNCTION
-    assert _macro_return_string("hive_writer_hash_function") == contracts.HIVE_WRITER_HASH_FUNCTION
 
 
 NAMES = [

@@ -13,7 +13,7 @@ import pytest
 from harness.spark import extension_on, table_location
 from spark_bucketing import contracts
 from spark_bucketing.files import data_files, local_path
-from tests.support.incremental import Expected, model_sql, statement_body, table_rows
+from tests.support.incremental import Expected, model_sql, statement_body, statement_payload, table_rows
 
 
 def _run(spark, project, name, expected, vars_, retention) -> list[str]:
@@ -39,7 +39,7 @@ def _property_statements(statements: list[str]) -> list[str]:
 def _end_payload(statements: list[str]) -> dict:
     """The payload of the extension's statement that ends the commit."""
     (end,) = [s for s in map(statement_body, statements) if s.lower().startswith(contracts.CLEAN_STATEMENT)]
-    return json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", end, re.S).group(1)))
+    return statement_payload(end)
 
 
 def _kept(spark, table):

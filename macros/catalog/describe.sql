@@ -92,8 +92,9 @@
 
 {% macro described_run(relation, sql) %}
   {#- What an incremental run reads before it plans: {'columns': the
-      columns of its query `sql` (query_columns), 'extension':
-      extension_active, 'info': table_info of `relation` (none where it is
+      columns of its query `sql` (query_columns), 'loaded':
+      extension_loaded, 'extension': extension_active, 'info': table_info
+      of `relation` (none where it is
       not an existing table), 'properties': the table's properties, as
       table_properties reads them, or none (read where they are needed)}.
       With the session extension loaded and the table there, one statement
@@ -103,15 +104,14 @@
   {%- set loaded = spark_bucketing.extension_loaded() -%}
   {%- set exists = relation is not none and relation.is_table -%}
   {%- if not (loaded and exists) -%}
-    {{ return({'columns': spark_bucketing.query_columns(sql), 'extension': spark_bucketing.extension_active(loaded),
+    {{ return({'columns': spark_bucketing.query_columns(sql), 'loaded': loaded, 'extension': spark_bucketing.extension_active(loaded),
                'info': spark_bucketing.table_info(relation) if exists else none, 'properties': none}) }}
   {%- endif -%}
   {%- set rows = run_query(spark_bucketing.describe_statement() ~ ' ' ~ relation ~ ' query as ' ~ sql).rows -%}
-  {%- set query_rows = [] -%}
-  {%- for row in rows if row[0] == spark_bucketing.query_column_row() -%}{%- do query_rows.append([row[1], row[2]]) -%}{%- endfor -%}
+  {%- set query_rows = (spark_bucketing.kind_properties(rows, spark_bucketing.query_column_row()) or {}).items() | list -%}
   {%- set switch = (spark_bucketing.kind_properties(rows, spark_bucketing.setting_row()) or {}).get(spark_bucketing.extension_switch()) -%}
   {#- describe_sections skips the rows after DESCRIBE's (each headed by `#`). -#}
-  {{ return({'columns': spark_bucketing.query_columns(sql, query_rows), 'extension': spark_bucketing.switched_on(switch),
+  {{ return({'columns': spark_bucketing.query_columns(sql, query_rows), 'loaded': loaded, 'extension': spark_bucketing.switched_on(switch),
              'info': spark_bucketing.table_info(relation, rows),
              'properties': spark_bucketing.kind_properties(rows, spark_bucketing.property_row()) or {}}) }}
 {% endmacro %}

@@ -106,8 +106,9 @@
 
 {% macro kind_properties(rows, kind) %}
   {#- {key: value} of the (kind, key, value) rows of `kind` among `rows`, as
-      an extension statement returns a table's properties beside other rows
-      (mark_choosing, described_run); none where there are none. -#}
+      an extension statement returns a table's properties (or a query's
+      columns, in order) beside other rows (mark_choosing, described_run);
+      none where there are none. -#}
   {%- set props = rows | selectattr('0', 'equalto', kind) | list -%}
   {{ return(dict(zip(props | map(attribute='1'), props | map(attribute='2'))) if props else none) }}
 {% endmacro %}

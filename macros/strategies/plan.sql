@@ -36,7 +36,7 @@
     {%- set meta = spark_bucketing.read_metadata(existing, described.properties, records=false) -%}
     {%- if meta.version == '2' or spark_bucketing.records_format(spec) == '2' -%}
       {#- Format 2's records are written and read by the extension's statements, whether or not its planning is on. -#}
-      {%- do spark_bucketing.require_records_extension(existing, run.extension or spark_bucketing.extension_loaded(), "cannot be run incrementally") -%}
+      {%- do spark_bucketing.require_records_extension(existing, run.extension or described.loaded, "cannot be run incrementally") -%}
       {%- do run.update({'extension': true}) -%}
     {%- endif -%}
     {%- set meta = spark_bucketing.finished_appends(rels, existing, meta) -%}

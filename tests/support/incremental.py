@@ -3,6 +3,7 @@ of what the table must hold after each run."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -116,6 +117,11 @@ def run_statements(project: DbtProject, name: str, vars_: dict) -> list[str]:
 def statement_body(statement: str) -> str:
     """A statement dbt sent, without the comment dbt puts before it."""
     return statement.split("*/", 1)[-1].strip()
+
+
+def statement_payload(statement: str) -> dict:
+    """The JSON payload of an extension statement that takes one (`.. locations '<json>'`)."""
+    return json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", statement, re.S).group(1)))
 
 
 def write_check(statements: list[str]) -> tuple[str, bool]:

@@ -11,13 +11,17 @@ of three, sides alternated.
 
     .venv/bin/python benchmarks/bench_scale.py [--rows 3000000] [--sizes 10 100 1000] [--backfill 300]
         [--only incremental] [--per-day 400] [--daily-buckets 8] [--hashes spark hive] [--extension]
-        [--models 1] [--catalog derby|postgres] [--connection session|thrift] [--warmup 0]
+        [--models 1] [--catalog derby|postgres] [--connection session|thrift] [--warmup 0] [--macro-cache]
 
 `--warmup N`: before the timed one-day `insert_overwrite` runs, each side
 runs it N times untimed, in turn (on a Thrift Server: a long-lived Spark
 that has run these statements before, its JIT compiled; with `method:
 session` every run starts a JVM of its own, so it changes nothing there).
 An `append` is not warmed up: each run adds a day's rows again.
+
+`--macro-cache`: every dbt process, both sides', keeps the macros it
+compiles in one directory and loads those earlier runs compiled
+(spark_bucketing.macro_cache, docs/configs.md); its first runs fill it.
 
 Prints the figures docs/benchmarks.md reports.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -38,6 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from harness.dbt_process import DbtProcessProject  # noqa: E402
+from spark_bucketing import macro_cache  # noqa: E402
 from spark_bucketing.files import data_files  # noqa: E402
 
 if TYPE_CHECKING:
@@ -380,8 +386,16 @@ def main() -> int:
     )
     parser.add_argument("--warmup", type=int, default=0, help="untimed one-day insert_overwrite runs per side first")
     parser.add_argument("--base", type=Path, default=None, help="folder for the projects (default: a temporary one)")
+    parser.add_argument(
+        "--macro-cache",
+        action="store_true",
+        help="every side's dbt runs keep compiled macros in one directory (SPARK_BUCKETING_MACRO_CACHE)",
+    )
     args = parser.parse_args()
     base = args.base or Path(tempfile.mkdtemp(prefix="sb-bench-scale-"))
+    if args.macro_cache:
+        # The environment of every dbt process this starts, stock's too (its macros are cached as well).
+        os.environ[macro_cache.ENV] = str(base / "macro-cache")
     if args.only in (None, "full"):
         full_build(base, args.rows, args.tasks, args.days, args.buckets)
     if args.only in (None, "incremental"):

@@ -2,8 +2,9 @@
 dbt-spark (session extra), then `pip install <repo>/python_plugin[dbt-templater]`
 as the README says. In a scratch dbt project whose profile points at its own
 metastore, run from another folder: `dbt run`, `spark-bucketing check
---catalog live --verify` (no --state-dir: the dbt target), `partitions`, and
-rule SB01 under the dbt templater."""
+--catalog live --verify` (no --state-dir: the dbt target), `partitions`,
+rule SB01 under the dbt templater, and the macro cache that the package's
+dbt plugin installs where SPARK_BUCKETING_MACRO_CACHE names a directory."""
 
 from __future__ import annotations
 
@@ -19,13 +20,14 @@ import pytest
 import yaml
 
 from harness.spark import TEST_JVM_FLAGS
+from spark_bucketing.macro_cache import ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TABLE = "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 400)"
 
 
-def _run(cmd: list[str], cwd: Path, ok_codes=(0,)) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+def _run(cmd: list[str], cwd: Path, ok_codes=(0,), env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", ENV)} | (env or {})
     env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     assert proc.returncode in ok_codes, (
@@ -139,3 +141,17 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     (violation,) = by_file["bad_join.sql"]
     assert violation["code"] == "SB01" and violation["start_line_no"] == 4  # the JOIN's line
     assert "BUCKET_COUNT_MISMATCH" in violation["description"]
+
+    # dbt finds the package's plugin in this install: with the variable, a run's compiled macros are
+    # kept, and the next run (the same models, the same macros called) loads every one of them.
+    cache = tmp_path / "macro-cache"
+    _run([str(bin_ / "dbt"), "run", *project, "--select", "fact"], cwd=scratch, env={ENV: str(cache)})
+    kept = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    assert len(kept) > 50, sorted(kept)
+    _run([str(bin_ / "dbt"), "run", *project, "--select", "fact"], cwd=scratch, env={ENV: str(cache)})
+    assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == kept  # none compiled and written again
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    refused = _run([str(bin_ / "dbt"), "ls", *project], cwd=scratch, ok_codes=(1, 2), env={ENV: str(shared)})
+    assert f"{ENV}={shared}: others may write to that directory" in refused.stdout + refused.stderr

@@ -12,9 +12,9 @@ compiling it again: every macro dbt compiles that way, the package's, dbt's
 and the adapter's.
 
 A file is what Jinja's own bytecode cache writes for a template (its magic
-names Jinja's bytecode format and Python's version; a checksum of the
-source follows), named by a hash of the source and of the versions of
-Python, Jinja and dbt-common that compiled it. An edited macro or an upgrade
+names Jinja's bytecode format and Python's version; a checksum follows),
+named by a hash of the source and of the versions of Python, Jinja and
+dbt-common that compiled it, which is also its checksum. An edited macro or an upgrade
 compiles afresh; a file that does not load (truncated, another format) is
 compiled again and replaced. Loading a file runs the code it holds, so the
 directory must be writable by its owner alone: a directory that others can
@@ -43,13 +43,14 @@ class MacroCacheError(Exception):
     """The cache directory cannot be used: what is wrong and how to fix it."""
 
 
-def _versions() -> str:
-    return f"{sys.version}\0{jinja2.__version__}\0{version('dbt-common')}"
+# What compiles a macro, read once a process: the key of every macro holds it.
+VERSIONS = f"{sys.version}\0{jinja2.__version__}\0{version('dbt-common')}"
 
 
 def cache_key(source: str) -> str:
-    """The file name of a macro's compiled code: its source and the versions that compile it."""
-    return hashlib.sha256(f"{_versions()}\0{source}".encode()).hexdigest()
+    """The file name of a macro's compiled code, and the checksum the file holds:
+    its source and the versions that compile it."""
+    return hashlib.sha256(f"{VERSIONS}\0{source}".encode()).hexdigest()
 
 
 def checked_directory(value: str) -> Path:
@@ -76,7 +77,8 @@ def compiled_template(directory: Path, node: Any) -> jinja2.Template:
     code loaded from `directory` where a file there holds it, else compiled and written there."""
     source = node.macro_sql
     env = jinja.get_environment(node)
-    bucket = Bucket(env, cache_key(source), hashlib.sha256(source.encode()).hexdigest())
+    key = cache_key(source)
+    bucket = Bucket(env, key, checksum=key)
     path = directory / bucket.key
     try:
         with path.open("rb") as f:
@@ -113,11 +115,11 @@ def install(directory: Path) -> None:
     through `directory`. Once per process: later calls change the directory."""
     cache = jinja.TemplateCache
     original = getattr(cache.get_node_template, "__wrapped__", cache.get_node_template)
+    # dbt's macro debugging puts the compiled source in linecache as it compiles: leave that to dbt.
+    if jinja.MACRO_DEBUGGING:
+        return
 
     def get_node_template(self, node):
-        # dbt's macro debugging puts the compiled source in linecache as it compiles: leave that to dbt.
-        if jinja.MACRO_DEBUGGING:
-            return original(self, node)
         template = self.file_cache.get(node.macro_sql)
         if template is None:
             template = self.file_cache[node.macro_sql] = compiled_template(directory, node)

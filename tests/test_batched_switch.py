@@ -18,6 +18,7 @@ from spark_bucketing import contracts
 from spark_bucketing.files import input_file_path
 from tests.support.incremental import (
     Expected,
+    commit_end,
     die_then_finish,
     partition_layout_problems,
     run_model,
@@ -70,10 +71,11 @@ def test_a_backfill_switches_every_replaced_partition_in_one_statement(spark, db
     assert recorded(after) == [f"2024-01-0{d}" for d in (2, 3, 4, 5)]
     assert not [s for s in statements if re.search(r"\) set location ", s)]
     assert not [s for s in statements if re.match(r"alter table \S+ (add partition|set tblproperties)", s)]
-    # The four replaced folders are deleted by the statement that ends the commit, not the scratch table's three.
-    (ended,) = [s for s in statements if s.lower().startswith(contracts.CLEAN_STATEMENT)]
-    ending = statement_payload(ended)
-    assert len(ending["delete"]) == 4 and ending["release_lock"]
+    # The four replaced folders are deleted by the statement that ends the commit, not the scratch table's three:
+    # the switch itself, since they were the folders the partitions' records named.
+    ended, ending = commit_end(statements)
+    assert ended == batch and len(ending["delete"]) == 4 and ending["release_lock"]
+    assert not [s for s in statements if s.lower().startswith(contracts.CLEAN_STATEMENT)]
     assert not [s for s in statements if s.lower().startswith("drop view")]
     assert not [s for s in statements if "__dbt_scratch" in s]
     replaced = [local_path(loc) for day, loc in old_folders.items() if day[-2:] in ("02", "03", "04", "05")]
@@ -476,6 +478,98 @@ def test_a_batch_that_fails_inside_the_metastore_moves_no_partition(spark, tmp_p
     assert inside.is_dir() and fresh.is_dir()
     # The column's name in any case; the partition now reads the new folder.
     assert sorted(r.v for r in spark.sql("select v from batched.t").collect()) == [2, 10]
+
+
+def _switch_with_end(spark, table: str, day: str, location: str, end: dict):
+    """The switch of one partition to `location`, with the end of the commit `end` (and the lock's entry)."""
+    payload = {"moves": [{"spec": {"day": day}, "location": location}], "end": end}
+    return spark.sql(_statement_sql(contracts.SWITCH_STATEMENT, table, payload)).collect()
+
+
+def test_the_switch_ends_the_commit_only_where_the_partitions_left_the_folders_expected(spark, tmp_path):
+    """With "end", the switch runs the statement that ends the commit after
+    its moves (the properties set, the run's folders deleted, the lock's entry
+    dropped) where each moved partition was in its expected folder, spelled
+    either way (`file:/..`, `file:///../`), and says so on every row; where
+    one was elsewhere (a stale record) it moves the partitions and leaves the
+    end to the run: nothing deleted, set or released. A folder to delete
+    outside the table's refuses the whole statement before anything moves;
+    the tests' injected failure between the two leaves the partitions moved,
+    the folders there and the lock released."""
+    table = "batched.ends"
+    spark.sql("create database if not exists batched")
+    spark.sql(f"create table {table} (v int, day string) using parquet partitioned by (day)")
+    spark.sql(f"insert into {table} values (1, 'a'), (2, 'b')")
+    root = table_location(spark, table)
+
+    def run_folder(name: str, v: int) -> str:
+        folder = root / "_bucketing" / name / "day=x"
+        spark.range(1).selectExpr(f"cast({v} as int) as v").write.parquet(str(folder))
+        return f"file:{folder}"
+
+    def end(expect_left: list[str], delete: list[str], entry: str, **extra) -> dict:
+        return {
+            "expect_left": expect_left,
+            "delete": delete,
+            "release_lock": f"batched.{entry}",
+            "keep": [],
+            "table_properties": {"ended": entry},
+            "unset_properties": [],
+            "started_before": 0,
+            **extra,
+        }
+
+    def props() -> dict:
+        return {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+
+    def entries() -> list[str]:
+        return [r.tableName for r in spark.sql("show tables in batched like 'ends__dbt_lock_*'").collect()]
+
+    with extension_on(spark):
+        # Expected where the partition is: ended, the old folder (the run's to delete) gone, the entry dropped.
+        old_a = _locations(spark, table)["day=a"]
+        new_a = run_folder("r1_000000000001", 10)
+        spark.sql("create view batched.ends__dbt_lock_c_1_r1_000000000001 as select 1 as held")
+        spelled = "file://" + local_path(old_a).as_posix() + "/"
+        rows = _switch_with_end(spark, table, "a", new_a, end([spelled], [old_a], "ends__dbt_lock_c_1_r1_000000000001"))
+        assert [r.ended for r in rows] == [True] and local_path(rows[0].previous_location) == local_path(old_a)
+        assert not local_path(old_a).exists() and props()["ended"] == "ends__dbt_lock_c_1_r1_000000000001"
+        assert entries() == [] and _locations(spark, table)["day=a"].rstrip("/").endswith(new_a.split(":", 1)[1])
+
+        # Expected elsewhere: moved, not ended; nothing deleted, set or released.
+        old_b = _locations(spark, table)["day=b"]
+        new_b = run_folder("r2_000000000002", 20)
+        spark.sql("create view batched.ends__dbt_lock_c_2_r2_000000000002 as select 1 as held")
+        rows = _switch_with_end(spark, table, "b", new_b, end([new_a], [old_b], "ends__dbt_lock_c_2_r2_000000000002"))
+        assert [r.ended for r in rows] == [False] and local_path(old_b).exists()
+        assert props()["ended"] == "ends__dbt_lock_c_1_r1_000000000001" and entries() == [
+            "ends__dbt_lock_c_2_r2_000000000002"
+        ]
+        assert sorted(r.v for r in spark.sql(f"select v from {table}").collect()) == [10, 20]
+
+        # A folder outside the table's: refused before anything moves (and the entry released, as on any failure).
+        new_a2 = run_folder("r3_000000000003", 30)
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        with pytest.raises(Exception, match="is not inside"):
+            _switch_with_end(
+                spark, table, "a", new_a2, end([new_a], [f"file:{outside}"], "ends__dbt_lock_c_2_r2_000000000002")
+            )
+        assert outside.is_dir() and sorted(r.v for r in spark.sql(f"select v from {table}").collect()) == [10, 20]
+        assert entries() == []
+
+        # The injected failure between the switch and its end: moved, nothing deleted, the lock released.
+        spark.sql("create view batched.ends__dbt_lock_c_4_r4_000000000004 as select 1 as held")
+        with pytest.raises(Exception, match="injected failure at step 'before_cleanup'"):
+            _switch_with_end(
+                spark,
+                table,
+                "a",
+                new_a2,
+                end([new_a], [new_a], "ends__dbt_lock_c_4_r4_000000000004", fail_before_end=True),
+            )
+        assert local_path(new_a).exists() and entries() == []
+        assert sorted(r.v for r in spark.sql(f"select v from {table}").collect()) == [20, 30]
 
 
 @pytest.mark.parametrize("moved", [1, 2, 45], ids=["one", "a few, one by one", "all, in one listing"])

@@ -10,7 +10,7 @@ import time
 
 from harness.spark import extension_on
 from spark_bucketing import contracts, extension
-from tests.support.incremental import model_sql, statement_body, statement_payload
+from tests.support.incremental import commit_end, model_sql, statement_body
 
 
 def _model(vars_: dict) -> str:
@@ -42,15 +42,18 @@ def test_an_uncontended_run_holds_the_lock_by_its_mark(spark, dbt_project):
 def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock(spark, dbt_project):
     """One statement marks the run, lists the entries and reads the table's
     properties; no DROP VIEW: the extension's statement that ends the commit
-    drops the entry (and nothing of the lock is left)."""
+    drops the entry (and nothing of the lock is left). Here that is the
+    switch: the partition it replaces was in the folder its record names, so
+    the switch ends the commit itself (two statements of the lock in all)."""
     name = "lock_alone_ext"
     with extension_on(spark):
         statements = _second_run_statements(dbt_project, name)
     lock = _lock_statements(statements)
     assert lock[0].lower().startswith(contracts.MARK_LOCK_STATEMENT), lock
-    # The switch names the entry too, to drop it if it fails.
-    assert lock[1].lower().startswith(contracts.SWITCH_STATEMENT), lock
-    assert lock[2].lower().startswith(contracts.CLEAN_STATEMENT) and len(lock) == 3, lock
+    # The switch names the entry too, to drop it if it fails; and ends the commit.
+    assert lock[1].lower().startswith(contracts.SWITCH_STATEMENT) and len(lock) == 2, lock
+    ended, ending = commit_end(statements)
+    assert ended == lock[1]
     assert not [s for s in statements if statement_body(s).lower().startswith("drop view")]
     # The run holds the lock by its mark and commits on the properties the mark's statement read: the table's
     # properties are read once before the write (with its description, in one statement), and not again.
@@ -63,7 +66,6 @@ def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock
     assert not [s for s in statements if statement_body(s).lower().startswith("show partitions")]
     mark = re.search(r" entry (\S+)$", lock[0]).group(1)
     assert "__dbt_lock_c_" in mark
-    ending = statement_payload(lock[2])
     assert ending["release_lock"] == f"{dbt_project.schema}.{mark}"
     left = [r.tableName for r in spark.sql(f"show tables in {dbt_project.schema} like '{name}__dbt_lock_*'").collect()]
     assert left == []

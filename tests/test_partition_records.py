@@ -30,7 +30,10 @@ RECORD_KEY = contracts.PARTITION_RECORD_KEY
 def _switch(spark, table: str, moves: list, table_properties: dict | None = None) -> list[tuple]:
     payload = {"moves": moves, "table_properties": table_properties or {}}
     sql = f"{contracts.SWITCH_STATEMENT} {table} locations {sql_string(json.dumps(payload))}"
-    return [tuple(r) for r in spark.sql(sql).collect()]
+    rows = spark.sql(sql).collect()
+    # No "end" in the payload: the switch ends no commit.
+    assert not [r for r in rows if r.ended]
+    return [(r.previous_location, r.previous_record) for r in rows]
 
 
 def _records(spark, table: str) -> dict[str, str | None]:

@@ -11,9 +11,8 @@ import time
 import pytest
 
 from harness.spark import extension_on, table_location
-from spark_bucketing import contracts
 from spark_bucketing.files import data_files, local_path
-from tests.support.incremental import Expected, model_sql, statement_body, statement_payload, table_rows
+from tests.support.incremental import Expected, commit_end, model_sql, statement_body, table_rows
 
 
 def _run(spark, project, name, expected, vars_, retention) -> list[str]:
@@ -37,9 +36,8 @@ def _property_statements(statements: list[str]) -> list[str]:
 
 
 def _end_payload(statements: list[str]) -> dict:
-    """The payload of the extension's statement that ends the commit."""
-    (end,) = [s for s in map(statement_body, statements) if s.lower().startswith(contracts.CLEAN_STATEMENT)]
-    return statement_payload(end)
+    """The payload of the end of the commit: the extension's statement of its own, or the switch's "end"."""
+    return commit_end(statements)[1]
 
 
 def _kept(spark, table):

@@ -96,6 +96,20 @@
       metadata and the catalog's list; only a change to a bucketed
       declaration reads the other partitions (verified_spec). -#}
   {%- do spark_bucketing.unset_properties(rels.target, published.unlisted_keys) -%}
+  {%- set common = spark_bucketing.converged_spec(spec, published) -%}
+  {%- if not spark_bucketing.same_spec(published.declared, common) -%}
+    {%- set stats = none if common is none else spark_bucketing.partition_stats(rels.target, spec.partition_by) -%}
+    {%- set target_spec = common if common is none else spark_bucketing.verified_spec(rels.target, stats, common, published) -%}
+    {%- if not spark_bucketing.same_spec(published.declared, target_spec) -%}
+      {%- do spark_bucketing.redeclare(rels, rels.target, target_spec, spec, stats) -%}
+    {%- endif -%}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro converged_spec(spec, published) %}
+  {#- The bucket spec every listed partition's record agrees on after a
+      publish (published_state), or none while they differ (or one has no
+      record). -#}
   {%- if published.records is none -%}
     {#- Format 2: the spec counts decided it. -#}
     {%- set common = namespace(spec=published.common) -%}
@@ -111,14 +125,7 @@
       {%- endfor -%}
     {%- endif -%}
   {%- endif -%}
-  {%- if not spark_bucketing.same_spec(published.declared, common.spec) -%}
-    {%- set stats = none if common.spec is none else spark_bucketing.partition_stats(rels.target, spec.partition_by) -%}
-    {%- set target_spec = common.spec if common.spec is none
-        else spark_bucketing.verified_spec(rels.target, stats, common.spec, published) -%}
-    {%- if not spark_bucketing.same_spec(published.declared, target_spec) -%}
-      {%- do spark_bucketing.redeclare(rels, rels.target, target_spec, spec, stats) -%}
-    {%- endif -%}
-  {%- endif -%}
+  {{ return(common.spec) }}
 {% endmacro %}
 
 {% macro added_records(spec, stats, added, meta, commit) %}
@@ -169,10 +176,11 @@
   {%- do props.update({key: tojson(rec)}) -%}
 {% endmacro %}
 
-{% macro switch_format_1(rels, meta, checked, state, plan, spec, extension) %}
+{% macro switch_format_1(rels, meta, checked, state, plan, spec, extension, written, location) %}
   {#- Format 1's switch and records; returns {'left': the folders the
       switch moved partitions from (with the extension), 'published':
-      published_state}. -#}
+      published_state, 'ended': whether the switch ended the commit too
+      (folded_end)}. -#}
   {%- if meta.version == '2' -%}
     {#- Back to format 1: every record into the table's properties first. -#}
     {%- set meta = spark_bucketing.read_metadata(rels.target) -%}
@@ -181,15 +189,62 @@
   {%- set written_props = spark_bucketing.metadata_properties(spec, checked.stats, plan.accounting, state.commit) -%}
   {%- do written_props.update(spark_bucketing.added_records(spec, checked.stats, state.added, meta, state.commit)) -%}
   {%- do spark_bucketing.event_time_bounds(plan, checked.stats, meta, state, written_props) -%}
+  {%- set published = spark_bucketing.published_state(meta, state.scope, checked.stats, written_props, state.declared) -%}
   {%- if extension -%}
-    {%- set left = spark_bucketing.switch_in_one_statement(rels.target, checked.stats, state.scope.catalog, state.scope.emptied, written_props,
-        state.added, rels.run_id) -%}
-  {%- else -%}
-    {%- set left = spark_bucketing.switch_partitions(rels.target, checked.stats, state.scope.catalog) -%}
-    {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
-    {%- do spark_bucketing.drop_partitions(rels.target, state.scope.emptied) -%}
+    {%- set end = spark_bucketing.folded_end(rels, spec, plan, meta, state, checked, written, location, published) -%}
+    {%- set switched = spark_bucketing.switch_in_one_statement(rels, checked.stats, state.scope.catalog, state.scope.emptied, written_props,
+        state.added, end) -%}
+    {{ return({'left': switched.left, 'published': published, 'ended': switched.ended}) }}
   {%- endif -%}
-  {{ return({'left': left, 'published': spark_bucketing.published_state(meta, state.scope, checked.stats, written_props, state.declared)}) }}
+  {%- do spark_bucketing.switch_partitions(rels.target, checked.stats, state.scope.catalog) -%}
+  {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
+  {%- do spark_bucketing.drop_partitions(rels.target, state.scope.emptied) -%}
+  {{ return({'left': [], 'published': published, 'ended': false}) }}
+{% endmacro %}
+
+{% macro folded_end(rels, spec, plan, meta, state, checked, written, location, published) %}
+  {#- The end of the commit (commit_end) as the extension's switch runs it
+      itself (switch_in_one_statement's `end`): one round trip fewer. Planned
+      from the folders the replaced partitions are recorded in
+      ('expect_left'; the switch runs it only where they were in those).
+      None where a step comes between the switch and the end: a side table
+      dropped, a spec declared (converge; the records of unlisted
+      partitions go with the end), the tests' step 'mid_switch'. -#}
+  {%- if written.relation is not none or (plan.staged is not none and plan.staged.relation is not none)
+      or spark_bucketing.injected_failure('mid_switch')
+      or not spark_bucketing.same_spec(published.declared, spark_bucketing.converged_spec(spec, published)) -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set left = [] -%}
+  {%- for s in checked.stats if s.path in state.scope.catalog and s.path not in state.added -%}
+    {%- do left.append((meta.partitions.get(s.path) or {}).get('location')) -%}
+  {%- endfor -%}
+  {%- if none in left -%}{{ return(none) }}{%- endif -%}
+  {%- set end = spark_bucketing.commit_end(plan, state, checked, location, left) -%}
+  {%- set payload = spark_bucketing.end_payload(end.keep, end.delete, end.set, end.unset + published.unlisted_keys) -%}
+  {%- do payload.update({'expect_left': left, 'fail_before_end': spark_bucketing.injected_failure('before_cleanup')}) -%}
+  {{ return(payload) }}
+{% endmacro %}
+
+{% macro commit_end(plan, state, checked, location, left) %}
+  {#- What the end of a partitions' commit writes and deletes, given the
+      folders the switch moved replaced partitions from (`left`):
+      {'keep': the replaced folders in their retention, 'delete': the
+      folders due (retirement), the run's own emptied ones, its staged
+      rows', 'set', 'unset': retirement's properties}. -#}
+  {%- set replaced = [] -%}
+  {%- for folder in (left or []) + (state.replaced.values() | map(attribute='location') | list)
+      if folder and spark_bucketing.is_under(folder, state.info.location) -%}
+    {%- do replaced.append(folder) -%}
+  {%- endfor -%}
+  {#- The folders an append's files were moved out of are empty (and the
+      run's folder, where all of them were). -#}
+  {%- set moved_out = checked.stats | selectattr('path', 'in', state.added) | map(attribute='location') | list -%}
+  {%- set retired = spark_bucketing.retirement(state.meta, replaced) -%}
+  {%- set due = retired.due + ([location] if moved_out and moved_out | length == checked.stats | length else moved_out) -%}
+  {%- if plan.staged is not none -%}{%- set due = due + [plan.stage_location] -%}{%- endif -%}
+  {{ return({'keep': (state.meta.replaced.values() | map(attribute='folder') | list) + replaced, 'delete': due,
+             'set': retired.set, 'unset': retired.unset}) }}
 {% endmacro %}
 
 {% macro retirement(meta, replaced) %}
@@ -245,45 +300,32 @@
     {%- set published = {'records': none, 'common': spark_bucketing.common_spec(switched.counts) if switched.counts else spark_bucketing.spec_record(spec),
                          'unlisted_keys': [], 'declared': state.declared, 'written': checked.stats | map(attribute='path') | list} -%}
   {%- else -%}
-    {%- set switched = spark_bucketing.switch_format_1(rels, state.meta, checked, state, plan, spec, extension) -%}
+    {%- set switched = spark_bucketing.switch_format_1(rels, state.meta, checked, state, plan, spec, extension, written, location) -%}
+    {%- if switched.ended -%}{{ return(none) }}{%- endif -%}
     {%- set left = switched.left -%}
     {%- set published = switched.published -%}
   {%- endif -%}
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
   {%- do spark_bucketing.converge(rels, spec, published) -%}
-  {%- set replaced = [] -%}
-  {%- for folder in (left or []) + (state.replaced.values() | map(attribute='location') | list)
-      if folder and spark_bucketing.is_under(folder, state.info.location) -%}
-    {%- do replaced.append(folder) -%}
-  {%- endfor -%}
-  {#- The folders an append's files were moved out of are empty (and the
-      run's folder, where all of them were). -#}
-  {%- set moved_out = checked.stats | selectattr('path', 'in', state.added) | map(attribute='location') | list -%}
-  {%- set retired = spark_bucketing.retirement(state.meta, replaced) -%}
-  {%- do retired.update({'due': retired.due + ([location] if moved_out and moved_out | length == checked.stats | length else moved_out)}) -%}
-  {%- do spark_bucketing.finish_publish(rels, plan, retired, extension, (state.meta.replaced.values() | map(attribute='folder') | list) + replaced) -%}
+  {%- do spark_bucketing.finish_publish(rels, plan, spark_bucketing.commit_end(plan, state, checked, location, left), extension) -%}
 {% endmacro %}
 
-{% macro finish_publish(rels, plan, retired, extension, keep) %}
-  {#- The end of a partitions' publish: the replaced folders' properties
-      written and the folders due deleted (`retired`: retirement), the
-      staged rows' folder (and side table) deleted, the commit lock
-      released. With the session extension one statement (end_commit) does
-      it all and deletes dead runs' folders (but those `keep` holds);
-      without, the properties are written, the lock released, then the
-      folders go through the scratch table. -#}
-  {%- set due = retired.due -%}
-  {%- if plan.staged is not none -%}
-    {%- if plan.staged.relation is not none -%}{%- do adapter.drop_relation(plan.staged.relation) -%}{%- endif -%}
-    {%- set due = due + [plan.stage_location] -%}
-  {%- endif -%}
+{% macro finish_publish(rels, plan, end, extension) %}
+  {#- The end of a partitions' publish (`end`: commit_end): the replaced
+      folders' properties written and the folders due deleted, the staged
+      rows' side table dropped, the commit lock released. With the session
+      extension one statement (end_commit) does it all and deletes dead
+      runs' folders (but those `end.keep` holds); without, the properties
+      are written, the lock released, then the folders go through the
+      scratch table. -#}
+  {%- if plan.staged is not none and plan.staged.relation is not none -%}{%- do adapter.drop_relation(plan.staged.relation) -%}{%- endif -%}
   {%- if extension -%}
-    {%- do spark_bucketing.end_commit(rels, keep, due, retired.set, retired.unset) -%}
+    {%- do spark_bucketing.end_commit(rels, end.keep, end.delete, end.set, end.unset) -%}
   {%- else -%}
-    {%- do spark_bucketing.set_properties(rels.target, retired.set) -%}
-    {%- do spark_bucketing.unset_properties(rels.target, retired.unset) -%}
+    {%- do spark_bucketing.set_properties(rels.target, end.set) -%}
+    {%- do spark_bucketing.unset_properties(rels.target, end.unset) -%}
     {%- do spark_bucketing.release_commit_lock(rels) -%}
-    {%- do spark_bucketing.delete_locations(due, rels.scratch) -%}
+    {%- do spark_bucketing.delete_locations(end.delete, rels.scratch) -%}
   {%- endif -%}
 {% endmacro %}

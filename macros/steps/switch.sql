@@ -48,20 +48,23 @@
   {%- endfor -%}
 {% endmacro %}
 
-{% macro switch_and_record_sql(target, moves, before, after, commit={}, unset_after=[]) %}
+{% macro switch_and_record_sql(target, moves, before, after, commit={}, unset_after=[], end=none) %}
   {#- The extension's switch with format 1's records: the table properties
       `before` (and the commit number, `commit`) set first, then `moves`
       [{'spec', 'location', 'create', 'drop'}], then the properties `after`
       once every partition has moved
-      (the tests' step 'inside_switch' stops it before those). -#}
+      (the tests' step 'inside_switch' stops it before those); then `end`
+      (end_payload, with 'expect_left'), where given and the moved
+      partitions left the folders it expects. -#}
   {%- set payload = {'moves': moves, 'table_properties': spark_bucketing.unredacted(before), 'table_properties_after': spark_bucketing.unredacted(after),
                      'commit_properties': commit, 'table_properties_unset_after': unset_after,
                      'release_lock_on_failure': model.get('spark_bucketing_lock_entry')} -%}
+  {%- if end is not none -%}{%- do payload.update({'end': end}) -%}{%- endif -%}
   {%- if spark_bucketing.injected_failure('inside_switch') -%}{%- do payload.update({'fail_after_moves': true}) -%}{%- endif -%}
   {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) }}
 {% endmacro %}
 
-{% macro switch_in_one_statement(target, stats, catalog, emptied, properties, added=[], run_id=none) %}
+{% macro switch_in_one_statement(rels, stats, catalog, emptied, properties, added=[], end=none) %}
   {#- Through the session extension, everything switch_partitions,
       set_properties and drop_partitions do, in one statement: the records
       of the partitions the run adds (a record of a partition not listed
@@ -73,9 +76,13 @@
       at yet. The partitions of `added` (paths) keep their folder and take
       the written files into it, their records (in `properties`) set once
       the files are in; the payload of those moves is kept in the table's
-      properties (adding_key of `run_id`) until then, for the roll-forward
-      of a run that dies in between (finish_added_files). Returns the
-      folders the replaced partitions were in. -#}
+      properties (adding_key of the run) until then, for the roll-forward
+      of a run that dies in between (finish_added_files). `end`: the end of
+      the commit (end_payload with 'expect_left': the folders the replaced
+      partitions are expected in), run by the switch where they were in
+      those. Returns {'left': the folders the replaced partitions were in,
+      'ended': whether the switch ended the commit and released its lock}. -#}
+  {%- set target = rels.target -%}
   {%- set moves = [] -%}
   {%- set before = {} -%}
   {%- set adds = {'moves': [], 'table_properties_after': {}} -%}
@@ -89,17 +96,21 @@
       {%- if s.path not in catalog and key in properties -%}{%- do before.update({key: properties[key]}) -%}{%- endif -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- set pending = [spark_bucketing.adding_key(run_id)] if adds.moves else [] -%}
+  {%- set pending = [spark_bucketing.adding_key(rels.run_id)] if adds.moves else [] -%}
   {%- if adds.moves -%}{%- do before.update({pending[0]: tojson(adds)}) -%}{%- endif -%}
   {%- for values in emptied.values() -%}{%- do moves.append({'spec': values, 'drop': true}) -%}{%- endfor -%}
   {#- The commit number goes before anything moves: a run that dies inside the switch has committed. -#}
   {%- set commit = dict(properties.items() | selectattr('0', 'equalto', spark_bucketing.commit_key())) -%}
   {%- set after = dict(properties.items() | rejectattr('0', 'in', before) | rejectattr('0', 'in', commit)) -%}
-  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, adds.moves + moves, before, after, commit, pending)) -%}
+  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, adds.moves + moves, before, after, commit, pending, end)) -%}
+  {%- set ended = result.rows | length > 0 and result.rows[0][2] -%}
+  {%- if ended -%}
+    {%- do spark_bucketing.commit_ended(rels, result.columns[3].values() | reject('none') | list) -%}
+  {%- endif -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}
-  {#- The rows follow the moves; an emptied partition's folder is listed by the check. -#}
-  {{ return(zip(adds.moves + moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop')
-      | rejectattr('0.add_files') | map(attribute='1') | list) }}
+  {#- The rows follow the moves (then come the end's); an emptied partition's folder is listed by the check. -#}
+  {{ return({'ended': ended, 'left': zip(adds.moves + moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop')
+      | rejectattr('0.add_files') | map(attribute='1') | list}) }}
 {% endmacro %}
 
 {% macro finish_added_files(rels, meta) %}

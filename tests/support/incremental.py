@@ -124,6 +124,22 @@ def statement_payload(statement: str) -> dict:
     return json.loads(re.sub(r"\\(.)", r"\1", re.search(r"locations '(.*)'$", statement, re.S).group(1)))
 
 
+def commit_end(statements: list[str]) -> tuple[str, dict]:
+    """The statement that ended a run's commit through the extension, among
+    the run's statements, and the end's payload: the switch's "end" where the
+    switch ended the commit itself (the replaced partitions were in the
+    folders their records named), else the statement of its own."""
+    bodies = [statement_body(s) for s in statements]
+    ends = [(s, statement_payload(s)) for s in bodies if s.lower().startswith(contracts.CLEAN_STATEMENT)]
+    ends += [
+        (s, statement_payload(s)["end"])
+        for s in bodies
+        if s.lower().startswith(contracts.SWITCH_STATEMENT) and "end" in statement_payload(s)
+    ]
+    (end,) = ends
+    return end
+
+
 def write_check(statements: list[str]) -> tuple[str, bool]:
     """The query that checked a run's write, among the run's statement
     bodies, and whether it rode in the extension's folder write (its `then`,

@@ -13,7 +13,7 @@ import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, 
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.command.LeafRunnableCommand
 import org.apache.spark.sql.hive.HiveCatalogPartitions
-import org.apache.spark.sql.types.{DataType, StringType, StructType}
+import org.apache.spark.sql.types.{BooleanType, DataType, StringType, StructType}
 import org.apache.spark.sparkbucketing.SparkFileNames
 
 /** A statement of a run's commit that fails releases the run's commit lock
@@ -86,8 +86,18 @@ case class PartitionMove(
  *  the records then describe the files). A file already moved is not there
  *  any more, so the statement run again with the same payload (the
  *  package's roll-forward of a run that died in it, kept in
- *  `table_properties`) moves the rest. Returns each partition's previous
- *  folder and record (NULL for one it creates or that was not there). */
+ *  `table_properties`) moves the rest. `"end"`: the end of the run's
+ *  commit (CleanRunFolders's payload; its "release_lock" is dropped on a
+ *  failure too, where "release_lock_on_failure" is not given) with
+ *  `"expect_left"`, the folders the run expects the partitions it moves
+ *  (not created, dropped or added to) to leave, in the moves' order: where
+ *  they left exactly those, the end runs here, after the switch (a round
+ *  trip of a remote client saved; `"fail_before_end"`, the tests' fault
+ *  injection, stops in between); else the run ends its commit itself, as it
+ *  planned from the folders returned. Returns each partition's previous
+ *  folder and record (NULL for one it creates or that was not there),
+ *  whether the end ran (`ended`, on every row), then a row per dead run's
+ *  folder the end deleted (`deleted`). */
 case class SwitchPartitionLocations(
     table: TableIdentifier,
     moves: Seq[PartitionMove],
@@ -96,14 +106,32 @@ case class SwitchPartitionLocations(
     failAfterMoves: Boolean = false,
     lockEntry: Option[String] = None,
     commitProperties: Map[String, String] = Map.empty,
-    unsetAfter: Seq[String] = Nil)
+    unsetAfter: Seq[String] = Nil,
+    end: Option[FoldedEnd] = None)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
     AttributeReference("previous_location", StringType)(),
-    AttributeReference("previous_record", StringType)())
+    AttributeReference("previous_record", StringType)(),
+    AttributeReference("ended", BooleanType)(),
+    AttributeReference("deleted", StringType)())
 
-  override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry)(switch(session))
+  override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
+    // A folder the end would refuse to delete refuses the whole statement, before anything moves.
+    end.foreach(_.clean.deletedFolders(session))
+    val previous = switch(session)
+    val left = moves.zip(previous).collect { case (m, row) if !m.create && !m.drop && m.addFiles.isEmpty => Option(row.getString(0)) }
+    val conf = session.sessionState.newHadoopConf()
+    val ended = end.filter(e => left.size == e.expectLeft.size && left.zip(e.expectLeft).forall {
+      case (Some(l), expected) => Folders.qualified(conf, l) == Folders.qualified(conf, expected)
+      case (None, _) => false
+    })
+    ended.foreach { e =>
+      if (e.failBeforeEnd) throw new IllegalStateException("spark_bucketing: injected failure at step 'before_cleanup'")
+    }
+    val deleted = ended.toSeq.flatMap(_.clean.run(session))
+    previous.map(r => Row(r.get(0), r.get(1), ended.isDefined, null)) ++ deleted.map(r => Row(null, null, true, r.getString(0)))
+  }
 
   private def switch(session: SparkSession): Seq[Row] = {
     val catalog = session.sessionState.catalog
@@ -175,14 +203,23 @@ case class SwitchPartitionLocations(
   }
 }
 
+/** A folder's location as its file system names it, without a trailing slash: two spellings of one folder
+ *  (`file:/a`, `file:///a/`) compare equal. */
+object Folders {
+  def qualified(conf: Configuration, location: String): String = {
+    val p = new Path(CatalogUtils.stringToURI(location))
+    p.getFileSystem(conf).makeQualified(p).toString.stripSuffix("/")
+  }
+}
+
+/** The end of a commit that the switch runs (SwitchPartitionLocations's "end"). */
+case class FoldedEnd(expectLeft: Seq[String], clean: CleanRunFolders, failBeforeEnd: Boolean = false)
+
 /** An append that adds files: the data files of a folder the run wrote,
  *  renamed into a partition's folder (the names Spark's writer gives are
  *  unique per job, so none is taken). */
 object AddedFiles {
-  private def qualified(conf: org.apache.hadoop.conf.Configuration, location: String): String = {
-    val p = new Path(CatalogUtils.stringToURI(location))
-    p.getFileSystem(conf).makeQualified(p).toString.stripSuffix("/")
-  }
+  import Folders.qualified
 
   def check(conf: org.apache.hadoop.conf.Configuration, spec: Map[String, String], actual: Option[String],
       expected: Option[String]): Unit =
@@ -252,6 +289,10 @@ case class CleanRunFolders(
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(AttributeReference("deleted", StringType)())
+
+  /** The `delete` folders, each checked to lie inside the table's folder (an error names the first that does not). */
+  def deletedFolders(session: SparkSession): Seq[Path] =
+    inside(session.sessionState.catalog.getTableMetadata(table), session.sessionState.newHadoopConf())
 
   override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
     val catalog = session.sessionState.catalog
@@ -482,6 +523,13 @@ object BucketingStatements {
   private def lockEntry(body: com.fasterxml.jackson.databind.JsonNode) =
     Option(body.get("release_lock_on_failure")).filterNot(_.isNull).map(_.asText())
 
+  /** The end of a commit from its payload (the clean statement's, or a switch's "end"). */
+  private def clean(table: TableIdentifier, body: com.fasterxml.jackson.databind.JsonNode): CleanRunFolders = {
+    val release = Option(body.get("release_lock")).filterNot(_.isNull).map(_.asText())
+    CleanRunFolders(table, body.path("started_before").asLong(0L), texts(body, "keep"), lockEntry(body).orElse(release),
+      texts(body, "delete"), release, textMap(body, "table_properties"), texts(body, "unset_properties"))
+  }
+
   /** The command, if `sql` is one of the statements. */
   def parse(sql: String, delegate: ParserInterface, session: SparkSession): Option[LogicalPlan] = body(sql) match {
     case Switch(name, literal) =>
@@ -493,15 +541,15 @@ object BucketingStatements {
         PartitionMove(spec, text("location"), text("record"), entry.path("create").asBoolean(false),
           entry.path("drop").asBoolean(false), text("add_files"), text("expect_location"))
       }.toSeq
-      Some(SwitchPartitionLocations(delegate.parseTableIdentifier(name.trim), moves, textMap(body, "table_properties"),
-        textMap(body, "table_properties_after"), body.path("fail_after_moves").asBoolean(false), lockEntry(body),
-        textMap(body, "commit_properties"), texts(body, "table_properties_unset_after")))
-    case Clean(name, literal) =>
-      val body = json(literal, delegate)
-      val release = Option(body.get("release_lock")).filterNot(_.isNull).map(_.asText())
-      Some(CleanRunFolders(delegate.parseTableIdentifier(name.trim), body.path("started_before").asLong(0L), texts(body, "keep"),
-        lockEntry(body).orElse(release), texts(body, "delete"), release, textMap(body, "table_properties"),
-        texts(body, "unset_properties")))
+      val table = delegate.parseTableIdentifier(name.trim)
+      val end = Option(body.get("end")).filterNot(_.isNull).map { e =>
+        FoldedEnd(texts(e, "expect_left"), clean(table, e), e.path("fail_before_end").asBoolean(false))
+      }
+      Some(SwitchPartitionLocations(table, moves, textMap(body, "table_properties"),
+        textMap(body, "table_properties_after"), body.path("fail_after_moves").asBoolean(false),
+        lockEntry(body).orElse(end.flatMap(_.clean.release)), textMap(body, "commit_properties"),
+        texts(body, "table_properties_unset_after"), end))
+    case Clean(name, literal) => Some(clean(delegate.parseTableIdentifier(name.trim), json(literal, delegate)))
     case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
     case Describe(name, query) => Some(DescribeWithProperties(delegate.parseTableIdentifier(name.trim), Option(query)))
     case Write(literal, null, query) =>

@@ -117,11 +117,12 @@ case class SwitchPartitionLocations(
     AttributeReference("deleted", StringType)())
 
   override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
-    // A folder the end would refuse to delete refuses the whole statement, before anything moves.
-    end.foreach(_.clean.deletedFolders(session))
-    val previous = switch(session)
-    val left = moves.zip(previous).collect { case (m, row) if !m.create && !m.drop && m.addFiles.isEmpty => Option(row.getString(0)) }
+    val meta = session.sessionState.catalog.getTableMetadata(table)
     val conf = session.sessionState.newHadoopConf()
+    // A folder the end would refuse to delete refuses the whole statement, before anything moves.
+    end.foreach(_.clean.inside(meta, conf))
+    val previous = switch(session, meta)
+    val left = moves.zip(previous).collect { case (m, row) if !m.create && !m.drop && m.addFiles.isEmpty => Option(row.getString(0)) }
     val ended = end.filter(e => left.size == e.expectLeft.size && left.zip(e.expectLeft).forall {
       case (Some(l), expected) => Folders.qualified(conf, l) == Folders.qualified(conf, expected)
       case (None, _) => false
@@ -133,9 +134,9 @@ case class SwitchPartitionLocations(
     previous.map(r => Row(r.get(0), r.get(1), ended.isDefined, null)) ++ deleted.map(r => Row(null, null, true, r.getString(0)))
   }
 
-  private def switch(session: SparkSession): Seq[Row] = {
+  /** The moves, on the table's entry `meta` as the statement read it. */
+  private def switch(session: SparkSession, meta: CatalogTable): Seq[Row] = {
     val catalog = session.sessionState.catalog
-    val meta = catalog.getTableMetadata(table)
     val resolver = session.sessionState.conf.resolver
     // The catalog's spelling of each column (a Hive table's are lower case).
     val specs = moves.map { move =>
@@ -290,10 +291,6 @@ case class CleanRunFolders(
 
   override val output: Seq[Attribute] = Seq(AttributeReference("deleted", StringType)())
 
-  /** The `delete` folders, each checked to lie inside the table's folder (an error names the first that does not). */
-  def deletedFolders(session: SparkSession): Seq[Path] =
-    inside(session.sessionState.catalog.getTableMetadata(table), session.sessionState.newHadoopConf())
-
   override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
     val catalog = session.sessionState.catalog
     val meta = catalog.getTableMetadata(table)
@@ -308,8 +305,9 @@ case class CleanRunFolders(
     dead.map(p => Row(p.toString))
   }
 
-  /** The `delete` folders, each checked to lie inside the table's folder. */
-  private def inside(meta: CatalogTable, conf: Configuration): Seq[Path] = {
+  /** The `delete` folders, each checked to lie inside the table's folder `meta` names (an error names the first
+   *  that does not; the switch that ends a commit checks them before it moves anything). */
+  def inside(meta: CatalogTable, conf: Configuration): Seq[Path] = {
     val root = new Path(meta.location)
     val rootName = root.getFileSystem(conf).makeQualified(root).toString.stripSuffix("/") + "/"
     delete.map { f =>

@@ -18,9 +18,9 @@ from pathlib import Path
 # them before the service binds it (seen in CI: the metastore server failed
 # with "Address already in use"). Ports below that range are only ever bound
 # on purpose; a lock file held for the process's life keeps the parallel test
-# workers from picking the same one.
-_CLAIMS = Path(tempfile.gettempdir()) / "sb-ports"
-_held: list[int] = []
+# workers from picking the same one. One folder per user: another user could
+# not open root's lock files.
+_CLAIMS = Path(tempfile.gettempdir()) / f"sb-ports-{os.getuid()}"
 
 
 def _ephemeral_start() -> int:
@@ -40,8 +40,9 @@ def _bindable(port: int) -> bool:
 
 
 def _claim(port: int) -> bool:
-    """Holds `port`'s lock file until this process exits (the OS drops the lock with it)."""
-    fd = os.open(_CLAIMS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+    """Holds `port`'s lock file until this process exits: the descriptor is never
+    closed, and the OS drops the lock with the process."""
+    fd = os.open(_CLAIMS / str(port), os.O_CREAT | os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -50,13 +51,12 @@ def _claim(port: int) -> bool:
     if not _bindable(port):
         os.close(fd)
         return False
-    _held.append(fd)
     return True
 
 
 def free_port() -> int:
     """A loopback port nobody listens on, below the ephemeral range and claimed by no other process."""
-    _CLAIMS.mkdir(mode=0o777, exist_ok=True)
+    _CLAIMS.mkdir(exist_ok=True)
     high = min(_ephemeral_start(), 65536) - 1
     low = max(1024, high - 12000)
     for port in random.sample(range(low, high + 1), k=min(2000, high - low + 1)):

@@ -252,11 +252,11 @@ def main() -> int:
         )
         stock = best["stock append"]
         head = f"{'model s, all appends':>22} {'vs stock':>9} {'wall s':>8} {'vs stock':>9} {'files in the day':>17}"
-        print(f"{'side':<20} {head}")
+        print(f"{'side':<24} {head}")
         for name, (model, _) in SIDES.items():
             ratio, wall = best[name]["model"] / stock["model"], best[name]["s"] / stock["s"]
             print(
-                f"{name:<20} {best[name]['model']:>22.1f} {ratio:>8.2f}x {best[name]['s']:>8.1f} {wall:>8.2f}x"
+                f"{name:<24} {best[name]['model']:>22.1f} {ratio:>8.2f}x {best[name]['s']:>8.1f} {wall:>8.2f}x"
                 f" {day_files(counted, model):>17}"
             )
         sums = checksums(counted, [model for model, _ in SIDES.values()])

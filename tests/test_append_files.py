@@ -343,3 +343,63 @@ def test_an_append_past_the_limit_in_one_partition_rewrites_only_that_one(spark,
         assert (day2_after["files"], day2_after["rows"], day2_after["appended"]) == (8, 60, 1)
         assert day2_after["location"] == day2["location"]
         _layout_ok(dbt_project, name)
+
+
+def _bodies(statements: list[str]) -> list[str]:
+    return [" ".join(s.split("*/", 1)[-1].split()).lower() for s in statements]
+
+
+def test_an_uncontended_append_takes_the_commit_lock_in_its_switch(spark, dbt_project):
+    """With no other run about, an append that adds files switches in one
+    statement that takes the commit lock itself (no mark of its own). Where
+    another entry stands beside the table, or the table's partitions are not
+    those its records name (one added behind the package's back), that
+    switch declines, changing nothing, and the run takes the lock as every
+    run does: its rows land once either way."""
+    name = "adds_own_lock"
+    table = f"{dbt_project.schema}.{name}"
+    mark = "spark_bucketing mark lock"
+    with extension_on(spark):
+        # Two days: the switch compares the listing of more than one partition with the records.
+        _write(dbt_project, name, "spark", "a", 0, 80, days=2)
+        dbt_project.run(name)
+        expected = _rows(spark, table)
+
+        def append(tag, start):
+            statements: list[str] = []
+            _write(dbt_project, name, "spark", tag, start, start + 40)
+            assert dbt_project.dbt("run", "--select", name, statements=statements).success
+            nonlocal expected
+            expected = sorted(expected + [(k, f"{tag}-{k}", "2024-01-01") for k in range(start, start + 40)])
+            assert _rows(spark, table) == expected
+            bodies = _bodies(statements)
+            switches = [b for b in bodies if b.startswith("spark_bucketing switch partitions")]
+            assert len(switches) >= 1 and '"lock": {"mark"' in switches[0]
+            return bodies, switches
+
+        bodies, switches = append("b", 80)
+        assert not [b for b in bodies if b.startswith(mark)] and len(switches) == 1
+        assert (_record(spark, table)["files"], _record(spark, table)["appended"]) == (8, 1)
+
+        # Another entry beside the table: the switch declines; the run marks itself, then switches.
+        spark.sql(f"create view {table}__dbt_other as select 1 as held")
+        try:
+            bodies, switches = append("c", 120)
+        finally:
+            spark.sql(f"drop view {table}__dbt_other")
+        assert len([b for b in bodies if b.startswith(mark)]) == 1 and len(switches) == 2
+        assert '"lock"' not in switches[1]
+        assert (_record(spark, table)["files"], _record(spark, table)["appended"]) == (12, 2)
+        _layout_ok(dbt_project, name)
+        assert not [r for r in spark.sql(f"show tables in {dbt_project.schema} like '{name}__dbt_lock*'").collect()]
+
+        # A partition with no record, added behind the package's back: declined again.
+        spark.sql(f"alter table {table} add partition (day = date'2024-02-01')")
+        _write(dbt_project, name, "spark", "d", 160, 200, max_files=5)
+        statements: list[str] = []
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+        bodies = _bodies(statements)
+        switches = [b for b in bodies if b.startswith("spark_bucketing switch partitions")]
+        assert len([b for b in bodies if b.startswith(mark)]) == 1 and '"lock": {"mark"' in switches[0]
+        expected = sorted(expected + [(k, f"d-{k}", "2024-01-01") for k in range(160, 200)])
+        assert _rows(spark, table) == expected

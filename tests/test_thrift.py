@@ -9,10 +9,14 @@ built through one is rewritten through the other."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+
 import pytest
 from pyspark.sql import functions as F
 
-from harness.dbt_process import REPO_ROOT, DbtProcessProject
+from harness.dbt_process import DBT, REPO_ROOT, DbtProcessProject
 from harness.dbt_project import DbtProject, failure_text, with_vars
 from harness.spark import TEST_JVM_FLAGS
 from harness.thrift_server import ThriftServer
@@ -209,6 +213,68 @@ def test_incremental_runs_and_metadata_on_the_cluster(spark, server, thrift_proj
     assert rows == {True: 3000, False: 6000}
     meta = read_table_metadata(client, "t_thrift.daily")
     assert [p.files for p in meta.partitions] == [4, 4, 4]
+
+
+APPEND_SQL = """
+select cast(id as int) as k, concat('{{ var("tag", "a") }}-', id) as v, date'2024-01-01' as day
+from range({{ var("start", 0) }}, {{ var("start", 0) }} + 200, 1, 2)
+"""
+
+
+def test_parallel_appends_that_add_files_all_land(server, thrift_project):
+    """Four `dbt run`s, each a process of its own, append to one day of one
+    table through the Thrift Server at once, adding files
+    (max_files_per_bucket): every run lands and each row is there once.
+    Another run's append to the day since a run planned is no conflict for
+    an append that adds files; its files join those the others left, under
+    the commit lock (the first switch takes it itself where no other run is
+    about; the others mark themselves and wait their turn)."""
+    name = "par_append"
+    thrift_project.write_model(
+        name,
+        APPEND_SQL,
+        {
+            "materialized": "bucketed_incremental",
+            "incremental_strategy": "append",
+            "clustered_by": "k",
+            "buckets": 4,
+            "bucket_hash": "spark",
+            "partition_by": "day",
+            "max_files_per_bucket": 8,
+        },
+    )
+    thrift_project.run(name, extra=("--full-refresh",))
+    root = thrift_project.root
+    runs = []
+    for i in range(1, 5):
+        out = root / f"par{i}"
+        env = {
+            **os.environ,
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+            "DBT_TARGET_PATH": str(out),
+            "DBT_LOG_PATH": str(out),
+        }
+        args = ["run", "--select", name, "--vars", json.dumps({"tag": f"p{i}", "start": 1000 * i})]
+        runs.append(
+            subprocess.Popen(
+                [DBT, *args, "--project-dir", str(root), "--profiles-dir", str(root)],
+                cwd=root,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    outputs = [r.communicate()[0] for r in runs]
+    assert [r.returncode for r in runs] == [0] * 4, "\n".join(o[-3000:] for o in outputs)
+    client = ThriftClient("127.0.0.1", server.port)
+    counts = dict(client.query(f"select split(v, '-')[0], count(distinct k) from t_thrift.{name} group by 1"))
+    assert counts == {"a": 200, "p1": 200, "p2": 200, "p3": 200, "p4": 200}
+    assert client.query(f"select count(*) from t_thrift.{name}")[0][0] == 1000
+    (day,) = read_table_metadata(client, f"t_thrift.{name}").partitions
+    assert day.files == 20
+    test = thrift_project.dbt("test", "--select", name)
+    assert test.success, failure_text(test)
 
 
 def test_check_verifies_through_the_thrift_dbt_target(server, thrift_project):

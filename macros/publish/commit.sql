@@ -87,11 +87,14 @@
       were made from partitions' old rows (append, merge), a partition it
       writes or empties was committed by another run since. An
       insert_overwrite's rows do not depend on the old ones: its switch is
-      planned anew and it lands, the later commit's rows whole. -#}
+      planned anew and it lands, the later commit's rows whole; nor do an
+      append's whose rows were written alone (written_append_plan): their
+      files join the partitions as they are now where they can
+      (added_paths). -#}
   {%- if not spark_bucketing.same_location(now_info.location, info.location) -%}
     {{ return("another run rebuilt " ~ rels.target ~ " into " ~ now_info.location ~ " while this run wrote into " ~ info.location) }}
   {%- endif -%}
-  {%- if plan.reads_old_rows -%}
+  {%- if plan.reads_old_rows and not plan.written -%}
     {%- set records = fresh.partitions if fresh.version != '2' else spark_bucketing.all_partition_records(rels.target) -%}
     {%- for path in (scope.listed.keys() | list) + (scope.emptied.keys() | list) -%}
       {%- set rec = records.get(path) -%}
@@ -123,25 +126,33 @@
 
 {% macro added_paths(spec, stats, plan, state) %}
   {#- {'paths': the written partitions whose files are added beside the
-      partition's own (plan.added: appends_in_place), 'conflict': why not,
-      or none}, checked under the commit lock: each still listed and
-      recorded (a commit of another run to one of them since this run read
-      the table is a conflict already: the plan reads old rows). A plan
-      whose rows were written before it knew the partitions
-      (written_append_plan) holds only the new rows of the others: each
-      must still be missing from the table, or its switch would drop the
-      partition's rows. -#}
+      partition's own, 'conflict': why the run must not publish, or none},
+      decided under the commit lock. Where the plan's rows were written
+      alone (written_append_plan: only the new rows, as the table's
+      buckets), each written partition is added to where the table lists it
+      now with a record of this run's spec and room for one more file per
+      bucket (another run's append since is no conflict: the files join
+      those it left), or created where the table does not list it; any
+      other is a conflict, the partition's old rows not in this run's
+      files. Else the partitions of plan.added (appends_in_place) must
+      still be listed and recorded (a commit of another run to one of them
+      since is a conflict already: the plan reads old rows). -#}
   {%- set out = {'paths': [], 'conflict': none} -%}
-  {%- if plan.written -%}
-    {%- for s in stats if spark_bucketing.values_key(s['values'], spec.partition_by) not in plan.added and s.path in state.scope.catalog -%}
-      {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append writes as a new partition, was added to the table after this run planned"}) -%}
-    {%- endfor -%}
-  {%- endif -%}
-  {%- for s in stats if spark_bucketing.values_key(s['values'], spec.partition_by) in plan.added -%}
-    {%- if s.path not in state.scope.catalog or s.path not in state.meta.partitions -%}
-      {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append adds files to, is no longer listed or recorded"}) -%}
+  {%- set spec_rec = spark_bucketing.spec_record(spec) -%}
+  {%- for s in stats -%}
+    {%- set rec = state.meta.partitions.get(s.path) if s.path in state.scope.catalog else none -%}
+    {%- if plan.written and s.path in state.scope.catalog -%}
+      {%- if rec is none or not spark_bucketing.same_spec(rec, spec_rec) or rec.get('appended', 0) + 2 > spec.get('max_files_per_bucket', 1) -%}
+        {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append adds files to, was written by another run since this run"
+            ~ " planned, and cannot take one more file per bucket (" ~ ('no record' if rec is none else 'files per bucket: ' ~ (rec.get('appended', 0) + 1)) ~ ")"}) -%}
+      {%- endif -%}
+      {%- do out.paths.append(s.path) -%}
+    {%- elif spark_bucketing.values_key(s['values'], spec.partition_by) in plan.added -%}
+      {%- if rec is none -%}
+        {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append adds files to, is no longer listed or recorded"}) -%}
+      {%- endif -%}
+      {%- do out.paths.append(s.path) -%}
     {%- endif -%}
-    {%- do out.paths.append(s.path) -%}
   {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}

@@ -176,11 +176,12 @@
   {%- do props.update({key: tojson(rec)}) -%}
 {% endmacro %}
 
-{% macro switch_format_1(rels, meta, checked, state, plan, spec, extension, written, location) %}
+{% macro switch_format_1(rels, meta, checked, state, plan, spec, extension, written, location, lock=none) %}
   {#- Format 1's switch and records; returns {'left': the folders the
       switch moved partitions from (with the extension), 'published':
       published_state, 'ended': whether the switch ended the commit too
-      (folded_end)}. -#}
+      (folded_end), 'declined': why a switch that takes the lock itself
+      (`lock`: switch_with_own_lock) did not, or none}. -#}
   {%- if meta.version == '2' -%}
     {#- Back to format 1: every record into the table's properties first. -#}
     {%- set meta = spark_bucketing.read_metadata(rels.target) -%}
@@ -193,13 +194,13 @@
   {%- if extension -%}
     {%- set end = spark_bucketing.folded_end(rels, spec, plan, meta, state, checked, written, location, published) -%}
     {%- set switched = spark_bucketing.switch_in_one_statement(rels, checked.stats, state.scope.catalog, state.scope.emptied, written_props,
-        state.added, end) -%}
-    {{ return({'left': switched.left, 'published': published, 'ended': switched.ended}) }}
+        state.added, end, lock) -%}
+    {{ return({'left': switched.left, 'published': published, 'ended': switched.ended, 'declined': switched.declined}) }}
   {%- endif -%}
   {%- do spark_bucketing.switch_partitions(rels.target, checked.stats, state.scope.catalog) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
   {%- do spark_bucketing.drop_partitions(rels.target, state.scope.emptied) -%}
-  {{ return({'left': [], 'published': published, 'ended': false}) }}
+  {{ return({'left': [], 'published': published, 'ended': false, 'declined': none}) }}
 {% endmacro %}
 
 {% macro folded_end(rels, spec, plan, meta, state, checked, written, location, published) %}
@@ -271,15 +272,32 @@
 {% macro publish_partitions(rels, info, meta, spec, columns, plan, extension) %}
   {#- `plan`: a strategy's plan (strategies/); `extension`: whether the
       session extension is active (extension_active). The write and its
-      check run beside other runs; from the switch to the declared spec the
-      run holds the table's commit lock, and plans on the table as the
-      runs before it left it (commit_state). Deletes what the run leaves
-      behind and releases the lock (finish_publish). -#}
+      check run beside other runs; the switch and the declared spec under
+      the table's commit lock (switch_with_own_lock, else
+      switch_under_lock). Deletes what the run leaves behind and releases
+      the lock (finish_publish). -#}
   {#- A plan may hold its rows written already (written_append_plan). -#}
   {%- set location = plan.location or info.location.rstrip('/') ~ '/_bucketing/' ~ rels.run_id -%}
   {%- set written = plan.written or spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
   {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
+  {%- set switched = spark_bucketing.switch_with_own_lock(rels, info, meta, spec, plan, checked, written, location, extension)
+      or spark_bucketing.switch_under_lock(rels, info, meta, spec, plan, checked, written, location, extension) -%}
+  {%- if switched.ended -%}{{ return(none) }}{%- endif -%}
+  {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
+  {%- do spark_bucketing.checkpoint('before_cleanup') -%}
+  {%- do spark_bucketing.converge(rels, spec, switched.published) -%}
+  {%- do spark_bucketing.finish_publish(rels, plan, spark_bucketing.commit_end(plan, switched.state, checked, location, switched.left), extension) -%}
+{% endmacro %}
+
+{% macro switch_under_lock(rels, info, meta, spec, plan, checked, written, location, extension) %}
+  {#- Takes the table's commit lock (acquire_commit_lock), plans on the
+      table as the runs before this one left it (commit_state; a conflict
+      discards the run's files and fails), and switches the written
+      partitions in with their records. Returns {'state': commit_state's,
+      with 'added' and 'declared', 'left': the folders the switch moved
+      partitions from, 'published': published_state, 'ended': whether the
+      switch ended the commit too}. -#}
   {%- do spark_bucketing.acquire_commit_lock(rels) -%}
   {%- do spark_bucketing.drop_dead_runs_entries(rels, none, none, rels.side_listing) -%}
   {%- set state = spark_bucketing.commit_state(rels, info, meta, spec, plan, checked, extension) -%}
@@ -296,19 +314,55 @@
   {%- do spark_bucketing.check_lock_held(rels) -%}
   {%- if spark_bucketing.records_format(spec) == '2' -%}
     {%- set switched = spark_bucketing.switch_and_record(rels, state.meta, spec, checked.stats, state.scope, plan.accounting, state.commit, state.added) -%}
-    {%- set left = switched.left -%}
-    {%- set published = {'records': none, 'common': spark_bucketing.common_spec(switched.counts) if switched.counts else spark_bucketing.spec_record(spec),
-                         'unlisted_keys': [], 'declared': state.declared, 'written': checked.stats | map(attribute='path') | list} -%}
-  {%- else -%}
-    {%- set switched = spark_bucketing.switch_format_1(rels, state.meta, checked, state, plan, spec, extension, written, location) -%}
-    {%- if switched.ended -%}{{ return(none) }}{%- endif -%}
-    {%- set left = switched.left -%}
-    {%- set published = switched.published -%}
+    {{ return({'state': state, 'left': switched.left, 'ended': false,
+               'published': {'records': none, 'common': spark_bucketing.common_spec(switched.counts) if switched.counts else spark_bucketing.spec_record(spec),
+                             'unlisted_keys': [], 'declared': state.declared, 'written': checked.stats | map(attribute='path') | list}}) }}
   {%- endif -%}
-  {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
-  {%- do spark_bucketing.checkpoint('before_cleanup') -%}
-  {%- do spark_bucketing.converge(rels, spec, published) -%}
-  {%- do spark_bucketing.finish_publish(rels, plan, spark_bucketing.commit_end(plan, state, checked, location, left), extension) -%}
+  {%- set switched = spark_bucketing.switch_format_1(rels, state.meta, checked, state, plan, spec, extension, written, location) -%}
+  {%- do switched.update({'state': state}) -%}
+  {{ return(switched) }}
+{% endmacro %}
+
+{% macro switch_with_own_lock(rels, info, meta, spec, plan, checked, written, location, extension) %}
+  {#- A run whose partitions were written into a bucketed folder of its
+      own (the session extension) of a format-1 table switches in one
+      statement that takes the commit lock itself (OwnLock in the
+      extension): take_ticket's mark, and the switch only where the mark's
+      listing shows no other entry beside the table and the table is as
+      this run read it (its folder, its commit number, no append pending,
+      its partitions those recorded). One round trip instead of the mark's
+      and the switch's. Planned as commit_state plans where no run
+      committed since. Returns what switch_under_lock returns, or none,
+      nothing changed: not tried (a side table, format 2, an append
+      pending, a declared spec to undo, replaced folders to list first),
+      or declined (another run about, or the table changed since this run
+      read it); the run then takes the lock as every run does. -#}
+  {%- if not (extension and written.folder is not none and (meta.version or '1') == '1' and spark_bucketing.records_format(spec) == '1')
+      or meta.adding -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set declared = spark_bucketing.declared_spec(info) -%}
+  {%- if not (declared is none or spark_bucketing.same_spec(declared, spark_bucketing.spec_record(spec))) -%}{{ return(none) }}{%- endif -%}
+  {%- set recorded = meta.partitions.keys() | list -%}
+  {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, recorded) -%}
+  {%- set state = {'info': info, 'meta': meta, 'scope': scope, 'replaced': {}, 'commit': meta.commit + 1, 'conflict': none, 'declared': declared} -%}
+  {%- set added = spark_bucketing.added_paths(spec, checked.stats, plan, state) -%}
+  {%- if scope.other is not none or added.conflict -%}{{ return(none) }}{%- endif -%}
+  {%- do state.update({'added': added.paths}) -%}
+  {%- do spark_bucketing.checkpoint('before_switch') -%}
+  {%- set mark = spark_bucketing.choosing_mark(rels) -%}
+  {%- set lock = {'mark': mark, 'location': info.location, 'commit_key': spark_bucketing.commit_key(), 'commit': meta.commit,
+                  'pending_prefix': spark_bucketing.adding_key(''), 'partitions_md5': local_md5(recorded | sort(case_sensitive=true) | join('\n'))} -%}
+  {%- do rels.update({'lock_ticket': mark}) -%}
+  {%- do model.update({'spark_bucketing_lock_entry': spark_bucketing.lock_entry(rels, mark) | string}) -%}
+  {%- set switched = spark_bucketing.switch_format_1(rels, meta, checked, state, plan, spec, extension, written, location, lock) -%}
+  {%- if switched.declined -%}
+    {%- do log("spark_bucketing: " ~ rels.target ~ ": its switch did not take the commit lock itself (" ~ switched.declined ~ "); taking it as every run does") -%}
+    {%- do spark_bucketing.forget_commit_lock(rels) -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- do switched.update({'state': state}) -%}
+  {{ return(switched) }}
 {% endmacro %}
 
 {% macro finish_publish(rels, plan, end, extension) %}

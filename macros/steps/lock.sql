@@ -72,6 +72,11 @@
   {{ return({'names': spark_bucketing.side_listing(rels.target, rels.target.identifier), 'properties': none, 'partitions': none}) }}
 {% endmacro %}
 
+{% macro choosing_mark(rels) %}
+  {#- The name of the run's mark as it chooses its ticket (take_ticket), made now. -#}
+  {{ return(spark_bucketing.lock_prefix(rels.target.identifier) ~ 'c_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id) }}
+{% endmacro %}
+
 {% macro take_ticket(rels) %}
   {#- Marks the run choosing, then takes its ticket and drops the mark;
       returns {'name': the entry the run holds by, 'held': whether it holds
@@ -82,7 +87,7 @@
       none; and every other run waits while a mark stands. -#}
   {%- do spark_bucketing.forget_locked_reads(rels) -%}
   {%- set prefix = spark_bucketing.lock_prefix(rels.target.identifier) -%}
-  {%- set choosing = prefix ~ 'c_' ~ spark_bucketing.epoch_now() ~ '_' ~ rels.run_id -%}
+  {%- set choosing = spark_bucketing.choosing_mark(rels) -%}
   {%- set marked = spark_bucketing.mark_choosing(rels, choosing) -%}
   {#- The listing serves the cleanup of dead runs' side entries too (drop_dead_runs_entries). -#}
   {%- do rels.update({'side_listing': marked.names}) -%}

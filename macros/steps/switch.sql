@@ -48,23 +48,25 @@
   {%- endfor -%}
 {% endmacro %}
 
-{% macro switch_and_record_sql(target, moves, before, after, commit={}, unset_after=[], end=none) %}
+{% macro switch_and_record_sql(target, moves, before, after, commit={}, unset_after=[], end=none, lock=none) %}
   {#- The extension's switch with format 1's records: the table properties
       `before` (and the commit number, `commit`) set first, then `moves`
       [{'spec', 'location', 'create', 'drop'}], then the properties `after`
       once every partition has moved
       (the tests' step 'inside_switch' stops it before those); then `end`
       (end_payload, with 'expect_left'), where given and the moved
-      partitions left the folders it expects. -#}
+      partitions left the folders it expects. `lock`: the statement takes
+      the commit lock itself first (switch_with_own_lock). -#}
   {%- set payload = {'moves': moves, 'table_properties': spark_bucketing.unredacted(before), 'table_properties_after': spark_bucketing.unredacted(after),
                      'commit_properties': commit, 'table_properties_unset_after': unset_after,
                      'release_lock_on_failure': model.get('spark_bucketing_lock_entry')} -%}
   {%- if end is not none -%}{%- do payload.update({'end': end}) -%}{%- endif -%}
+  {%- if lock is not none -%}{%- do payload.update({'lock': lock}) -%}{%- endif -%}
   {%- if spark_bucketing.injected_failure('inside_switch') -%}{%- do payload.update({'fail_after_moves': true}) -%}{%- endif -%}
   {{ return(spark_bucketing.switch_statement() ~ ' ' ~ target ~ ' locations ' ~ spark_bucketing.sql_string(tojson(payload))) }}
 {% endmacro %}
 
-{% macro switch_in_one_statement(rels, stats, catalog, emptied, properties, added=[], end=none) %}
+{% macro switch_in_one_statement(rels, stats, catalog, emptied, properties, added=[], end=none, lock=none) %}
   {#- Through the session extension, everything switch_partitions,
       set_properties and drop_partitions do, in one statement: the records
       of the partitions the run adds (a record of a partition not listed
@@ -80,8 +82,11 @@
       of a run that dies in between (finish_added_files). `end`: the end of
       the commit (end_payload with 'expect_left': the folders the replaced
       partitions are expected in), run by the switch where they were in
-      those. Returns {'left': the folders the replaced partitions were in,
-      'ended': whether the switch ended the commit and released its lock}. -#}
+      those. `lock`: the switch takes the commit lock itself
+      (switch_with_own_lock). Returns {'left': the folders the replaced
+      partitions were in, 'ended': whether the switch ended the commit and
+      released its lock, 'declined': why the switch did not take the lock
+      (nothing changed), or none}. -#}
   {%- set target = rels.target -%}
   {%- set moves = [] -%}
   {%- set before = {} -%}
@@ -102,14 +107,17 @@
   {#- The commit number goes before anything moves: a run that dies inside the switch has committed. -#}
   {%- set commit = dict(properties.items() | selectattr('0', 'equalto', spark_bucketing.commit_key())) -%}
   {%- set after = dict(properties.items() | rejectattr('0', 'in', before) | rejectattr('0', 'in', commit)) -%}
-  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, adds.moves + moves, before, after, commit, pending, end)) -%}
+  {%- set result = run_query(spark_bucketing.switch_and_record_sql(target, adds.moves + moves, before, after, commit, pending, end, lock)) -%}
+  {%- if lock is not none and result.rows | length == 1 and result.rows[0][4] is not none -%}
+    {{ return({'declined': result.rows[0][4], 'ended': false, 'left': []}) }}
+  {%- endif -%}
   {%- set ended = result.rows | length > 0 and result.rows[0][2] -%}
   {%- if ended -%}
     {%- do spark_bucketing.commit_ended(rels, result.columns[3].values() | reject('none') | list) -%}
   {%- endif -%}
   {%- do spark_bucketing.checkpoint('mid_switch') -%}
   {#- The rows follow the moves (then come the end's); an emptied partition's folder is listed by the check. -#}
-  {{ return({'ended': ended, 'left': zip(adds.moves + moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop')
+  {{ return({'declined': none, 'ended': ended, 'left': zip(adds.moves + moves, result.columns[0].values()) | rejectattr('0.create') | rejectattr('0.drop')
       | rejectattr('0.add_files') | map(attribute='1') | list}) }}
 {% endmacro %}
 

@@ -26,6 +26,18 @@ object CommitLock {
     session.sessionState.catalog.dropTable(
       session.sessionState.sqlParser.parseTableIdentifier(name), ignoreIfNotExists = true, purge = false)
 
+  /** Creates the choosing mark `name` beside `table` (as CREATE VIEW .. AS SELECT 1 AS held makes it), then lists
+   *  the entries beside the table (`<table>__dbt_*`, as SHOW TABLES .. LIKE lists them): take_ticket's first step. */
+  def mark(session: SparkSession, table: TableIdentifier, name: String): Seq[String] = {
+    val catalog = session.sessionState.catalog
+    val database = table.database.getOrElse(catalog.getCurrentDatabase)
+    session.sql(s"create view ${quoted(database)}.${quoted(name)} as select 1 as held").collect()
+    // As SHOW TABLES .. LIKE lists them (ShowTablesCommand calls the same), without a statement planned.
+    catalog.listTables(database, table.table.toLowerCase(java.util.Locale.ROOT) + "__dbt_*").map(_.table)
+  }
+
+  def quoted(name: String): String = "`" + name.replace("`", "``") + "`"
+
   def releasedOnFailure[T](session: SparkSession, entry: Option[String])(body: => T): T =
     try body
     catch {
@@ -94,10 +106,12 @@ case class PartitionMove(
  *  they left exactly those, the end runs here, after the switch (a round
  *  trip of a remote client saved; `"fail_before_end"`, the tests' fault
  *  injection, stops in between); else the run ends its commit itself, as it
- *  planned from the folders returned. Returns each partition's previous
+ *  planned from the folders returned. `"lock"`: the statement takes the
+ *  run's commit lock itself first (OwnLock). Returns each partition's previous
  *  folder and record (NULL for one it creates or that was not there),
  *  whether the end ran (`ended`, on every row), then a row per dead run's
- *  folder the end deleted (`deleted`). */
+ *  folder the end deleted (`deleted`); or, where OwnLock declined, one row
+ *  with its reason (`declined`) and nothing changed. */
 case class SwitchPartitionLocations(
     table: TableIdentifier,
     moves: Seq[PartitionMove],
@@ -107,17 +121,25 @@ case class SwitchPartitionLocations(
     lockEntry: Option[String] = None,
     commitProperties: Map[String, String] = Map.empty,
     unsetAfter: Seq[String] = Nil,
-    end: Option[FoldedEnd] = None)
+    end: Option[FoldedEnd] = None,
+    ownLock: Option[OwnLock] = None)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
     AttributeReference("previous_location", StringType)(),
     AttributeReference("previous_record", StringType)(),
     AttributeReference("ended", BooleanType)(),
-    AttributeReference("deleted", StringType)())
+    AttributeReference("deleted", StringType)(),
+    AttributeReference("declined", StringType)())
 
   override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
-    val meta = session.sessionState.catalog.getTableMetadata(table)
+    ownLock.map(_.take(session, table)).getOrElse(Right(session.sessionState.catalog.getTableMetadata(table))) match {
+      case Left(reason) => Seq(Row(null, null, false, null, reason))
+      case Right(meta) => switchAndEnd(session, meta)
+    }
+  }
+
+  private def switchAndEnd(session: SparkSession, meta: CatalogTable): Seq[Row] = {
     val conf = session.sessionState.newHadoopConf()
     // A folder the end would refuse to delete refuses the whole statement, before anything moves.
     end.foreach(_.clean.inside(meta, conf))
@@ -131,7 +153,8 @@ case class SwitchPartitionLocations(
       if (e.failBeforeEnd) throw new IllegalStateException("spark_bucketing: injected failure at step 'before_cleanup'")
     }
     val deleted = ended.toSeq.flatMap(_.clean.run(session))
-    previous.map(r => Row(r.get(0), r.get(1), ended.isDefined, null)) ++ deleted.map(r => Row(null, null, true, r.getString(0)))
+    previous.map(r => Row(r.get(0), r.get(1), ended.isDefined, null, null)) ++
+      deleted.map(r => Row(null, null, true, r.getString(0), null))
   }
 
   /** The moves, on the table's entry `meta` as the statement read it. */
@@ -167,14 +190,15 @@ case class SwitchPartitionLocations(
       CatalogTablePartition(spec, meta.storage.copy(locationUri = Some(uri(location))), parameters(Map.empty, move))
     }
     val toDrop = droppedFound.flatten.map(_.spec)
-    val before = meta.copy(properties = meta.properties ++ tableProperties ++ commitProperties)
-    if (tableProperties.nonEmpty || commitProperties.nonEmpty) catalog.alterTable(before)
     val conf = session.sessionState.newHadoopConf()
     val adds = found.zip(existing).filter(_._2._1.addFiles.isDefined)
-    // Every added partition checked before any file moves: the files join only the folder their record describes.
+    // Every added partition checked before anything changes: the files join only the folder their record describes,
+    // and a failed check leaves no pending moves behind for the next run to complete.
     adds.foreach { case (old, (move, _)) =>
       AddedFiles.check(conf, old.spec, old.storage.locationUri.map(CatalogUtils.URIToString), move.expectLocation)
     }
+    val before = meta.copy(properties = meta.properties ++ tableProperties ++ commitProperties)
+    if (tableProperties.nonEmpty || commitProperties.nonEmpty) catalog.alterTable(before)
     adds.foreach { case (old, (move, _)) =>
       AddedFiles.move(conf, move.addFiles.get, old.storage.locationUri.map(CatalogUtils.URIToString))
     }
@@ -201,6 +225,45 @@ case class SwitchPartitionLocations(
       case Some(old) => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull, RecordParameters.read(old.parameters).orNull)
       case None => Row(null, null)
     })
+  }
+}
+
+/** The commit lock taken by the switch itself (its payload's "lock"), for a run that planned its commit without
+ *  holding it: the run's choosing mark `mark` created and the entries beside the table listed (CommitLock.mark); the
+ *  run holds the lock by its mark where the listing shows no other entry (take_ticket's rule), and its switch goes on
+ *  where the table is as the run planned from: in `location`, the commit number `commit` (the property `commitKey`;
+ *  0 where it is not set), no property under `pendingPrefix` (an append's pending moves), and the MD5 of its
+ *  partitions' names, sorted and joined by newlines, `partitionsMd5`. Else the mark is dropped, nothing else
+ *  changed, and the reason returned: the run then takes the lock as every run does and plans anew. */
+case class OwnLock(
+    mark: String,
+    location: String,
+    commitKey: String,
+    commit: Long,
+    pendingPrefix: String,
+    partitionsMd5: String) {
+
+  /** The table as read under the mark, or why the switch does not go on (the mark dropped). */
+  def take(session: SparkSession, table: TableIdentifier): Either[String, CatalogTable] = {
+    val others = CommitLock.mark(session, table, mark).filterNot(_.equalsIgnoreCase(mark))
+    val declined = if (others.nonEmpty) Some(s"other entries beside the table: ${others.sorted.mkString(", ")}") else {
+      val catalog = session.sessionState.catalog
+      val meta = catalog.getTableMetadata(table)
+      val conf = session.sessionState.newHadoopConf()
+      val committed = meta.properties.get(commitKey).map(v => scala.util.Try(v.trim.toLong).getOrElse(-1L)).getOrElse(0L)
+      def md5(names: Seq[String]) = java.security.MessageDigest.getInstance("MD5")
+        .digest(names.sorted.mkString("\n").getBytes(java.nio.charset.StandardCharsets.UTF_8)).map("%02x".format(_)).mkString
+      if (Folders.qualified(conf, meta.location.toString) != Folders.qualified(conf, location)) {
+        Some(s"the table is in ${meta.location}, planned in $location")
+      } else if (committed != commit) Some(s"commit $committed, planned from commit $commit")
+      else if (meta.properties.keys.exists(_.startsWith(pendingPrefix))) Some("an append's moves are pending")
+      else if (md5(if (meta.partitionColumnNames.isEmpty) Nil else catalog.listPartitionNames(meta.identifier)) != partitionsMd5) {
+        Some("its partitions changed")
+      }
+      else return Right(meta)
+    }
+    CommitLock.release(session, table.database.map(d => s"${CommitLock.quoted(d)}.").getOrElse("") + CommitLock.quoted(mark))
+    Left(declined.get)
   }
 }
 
@@ -366,13 +429,8 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
     AttributeReference("value", StringType)())
 
   override def run(session: SparkSession): Seq[Row] = {
-    val schema = table.database.map(d => quoted(d) + ".").getOrElse("")
-    session.sql(s"create view $schema${quoted(mark)} as select 1 as held").collect()
+    val entries = CommitLock.mark(session, table, mark).map(Row("entry", _, null))
     val catalog = session.sessionState.catalog
-    // As SHOW TABLES .. LIKE lists them (ShowTablesCommand calls the same), without a statement planned.
-    val like = table.table.toLowerCase(java.util.Locale.ROOT) + "__dbt_*"
-    val entries = catalog.listTables(table.database.getOrElse(catalog.getCurrentDatabase), like)
-      .map(t => Row("entry", t.table, null))
     // A run's first build takes the lock before its table exists.
     if (!catalog.tableExists(table)) return entries
     val meta = catalog.getTableMetadata(table)
@@ -383,8 +441,6 @@ case class MarkCommitLock(table: TableIdentifier, mark: String) extends LeafRunn
       else catalog.listPartitionNames(meta.identifier).map(Row("partition", _, null))
     entries ++ properties ++ partitions
   }
-
-  private def quoted(name: String) = "`" + name.replace("`", "``") + "`"
 }
 
 /** A table's properties as SHOW TBLPROPERTIES shows them, as (`kind`, key, value) rows of a statement that returns
@@ -543,10 +599,14 @@ object BucketingStatements {
       val end = Option(body.get("end")).filterNot(_.isNull).map { e =>
         FoldedEnd(texts(e, "expect_left"), clean(table, e), e.path("fail_before_end").asBoolean(false))
       }
+      val own = Option(body.get("lock")).filterNot(_.isNull).map { l =>
+        OwnLock(l.path("mark").asText(), l.path("location").asText(), l.path("commit_key").asText(),
+          l.path("commit").asLong(0L), l.path("pending_prefix").asText(), l.path("partitions_md5").asText())
+      }
       Some(SwitchPartitionLocations(table, moves, textMap(body, "table_properties"),
         textMap(body, "table_properties_after"), body.path("fail_after_moves").asBoolean(false),
         lockEntry(body).orElse(end.flatMap(_.clean.release)), textMap(body, "commit_properties"),
-        texts(body, "table_properties_unset_after"), end))
+        texts(body, "table_properties_unset_after"), end, own))
     case Clean(name, literal) => Some(clean(delegate.parseTableIdentifier(name.trim), json(literal, delegate)))
     case MarkLock(name, mark) => Some(MarkCommitLock(delegate.parseTableIdentifier(name.trim), mark))
     case Describe(name, query) => Some(DescribeWithProperties(delegate.parseTableIdentifier(name.trim), Option(query)))

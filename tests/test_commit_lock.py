@@ -10,7 +10,7 @@ import time
 
 from harness.spark import extension_on
 from spark_bucketing import contracts, extension
-from tests.support.incremental import commit_end, model_sql, statement_body
+from tests.support.incremental import commit_end, model_sql, statement_body, statement_payload
 
 
 def _model(vars_: dict) -> str:
@@ -22,14 +22,26 @@ def _lock_statements(statements: list[str]) -> list[str]:
     return [statement_body(s) for s in statements if "__dbt_lock_" in s or re.search(r"like '\w+__dbt_\*'", s)]
 
 
-def _second_run_statements(dbt_project, name: str) -> list[str]:
-    """The statements of a one-day run into the table a first run built (two days)."""
+def _second_run_statements(dbt_project, name: str, spark=None) -> list[str]:
+    """The statements of a one-day run into the table a first run built (two days); with `spark`, while another
+    entry stands beside the table (`<name>__dbt_other`), which keeps the switch from taking the lock itself."""
     (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [0, 1]}))
     dbt_project.run(name)
     (dbt_project.root / "models" / f"{name}.sql").write_text(model_sql({"days": [1], "tag": 1}))
     statements: list[str] = []
-    assert dbt_project.dbt("run", "--select", name, statements=statements).success
+    other = f"{dbt_project.schema}.{name}__dbt_other"
+    if spark is not None:
+        spark.sql(f"create view {other} as select 1 as held")
+    try:
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+    finally:
+        if spark is not None:
+            spark.sql(f"drop view {other}")
     return statements
+
+
+def _takes_its_own_lock(statement: str) -> bool:
+    return statement.lower().startswith(contracts.SWITCH_STATEMENT) and '"lock": {"mark"' in statement
 
 
 def test_an_uncontended_run_holds_the_lock_by_its_mark(spark, dbt_project):
@@ -39,15 +51,41 @@ def test_an_uncontended_run_holds_the_lock_by_its_mark(spark, dbt_project):
     assert "__dbt_lock_c_" in lock[0] and "__dbt_lock_t" not in " ".join(lock)
 
 
-def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock(spark, dbt_project):
-    """One statement marks the run, lists the entries and reads the table's
-    properties; no DROP VIEW: the extension's statement that ends the commit
-    drops the entry (and nothing of the lock is left). Here that is the
-    switch: the partition it replaces was in the folder its record names, so
-    the switch ends the commit itself (two statements of the lock in all)."""
-    name = "lock_alone_ext"
+def test_with_the_extension_an_uncontended_switch_takes_and_releases_the_lock_itself(spark, dbt_project):
+    """With no other entry beside the table, the switch makes the run's
+    mark, lists the entries, finds the table as the run read it, switches
+    and ends the commit, dropping the mark: the lock's one statement. The
+    table's properties and partitions are read by no statement of their own."""
+    name = "lock_alone_own"
     with extension_on(spark):
         statements = _second_run_statements(dbt_project, name)
+    lock = _lock_statements(statements)
+    assert len(lock) == 1 and _takes_its_own_lock(lock[0]), lock
+    ended, ending = commit_end(statements)
+    assert ended == lock[0]
+    assert not [s for s in statements if statement_body(s).lower().startswith(("drop view", "show partitions"))]
+    reads = ("show tblproperties", contracts.DESCRIBE_STATEMENT, "describe table extended")
+    assert len([s for s in statements if statement_body(s).lower().startswith(reads)]) == 1
+    mark = statement_payload(lock[0])["lock"]["mark"]
+    assert "__dbt_lock_c_" in mark and ending["release_lock"] == f"{dbt_project.schema}.{mark}"
+    left = [r.tableName for r in spark.sql(f"show tables in {dbt_project.schema} like '{name}__dbt_lock_*'").collect()]
+    assert left == []
+
+
+def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock(spark, dbt_project):
+    """Where the switch cannot take the lock itself (another entry beside
+    the table), it declines, changing nothing, and one statement marks the
+    run, lists the entries and reads the table's properties; no DROP VIEW:
+    the extension's statement that ends the commit drops the entry (and
+    nothing of the lock is left). Here that is the switch: the partition it
+    replaces was in the folder its record names, so the switch ends the
+    commit itself (two statements of the lock in all, after the declined one)."""
+    name = "lock_alone_ext"
+    with extension_on(spark):
+        statements = _second_run_statements(dbt_project, name, spark)
+    declined = [s for s in statements if _takes_its_own_lock(statement_body(s))]
+    assert len(declined) == 1
+    statements = [s for s in statements if s not in declined]
     lock = _lock_statements(statements)
     assert lock[0].lower().startswith(contracts.MARK_LOCK_STATEMENT), lock
     # The switch names the entry too, to drop it if it fails; and ends the commit.

@@ -54,11 +54,16 @@
       a table declaring another spec is declared unbucketed first. Returns
       the spec the table declares now (a record or none). -#}
   {%- set declared = spark_bucketing.declared_spec(info) -%}
-  {%- if declared is not none and not spark_bucketing.same_spec(declared, spark_bucketing.spec_record(spec)) -%}
+  {%- if spark_bucketing.declares_other_spec(declared, spec) -%}
     {%- do spark_bucketing.redeclare(rels, rels.target, none, spec) -%}
     {{ return(none) }}
   {%- endif -%}
   {{ return(declared) }}
+{% endmacro %}
+
+{% macro declares_other_spec(declared, spec) %}
+  {#- Whether the catalog's `declared` spec (a record or none) is another than `spec`. -#}
+  {{ return(declared is not none and not spark_bucketing.same_spec(declared, spark_bucketing.spec_record(spec))) }}
 {% endmacro %}
 
 {% macro published_state(meta, scope, stats, written_props, declared) %}
@@ -342,7 +347,7 @@
     {{ return(none) }}
   {%- endif -%}
   {%- set declared = spark_bucketing.declared_spec(info) -%}
-  {%- if not (declared is none or spark_bucketing.same_spec(declared, spark_bucketing.spec_record(spec))) -%}{{ return(none) }}{%- endif -%}
+  {%- if spark_bucketing.declares_other_spec(declared, spec) -%}{{ return(none) }}{%- endif -%}
   {%- set recorded = meta.partitions.keys() | list -%}
   {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, recorded) -%}
   {%- set state = {'info': info, 'meta': meta, 'scope': scope, 'replaced': {}, 'commit': meta.commit + 1, 'conflict': none, 'declared': declared} -%}
@@ -353,8 +358,7 @@
   {%- set mark = spark_bucketing.choosing_mark(rels) -%}
   {%- set lock = {'mark': mark, 'location': info.location, 'commit_key': spark_bucketing.commit_key(), 'commit': meta.commit,
                   'pending_prefix': spark_bucketing.adding_key(''), 'partitions_md5': local_md5(recorded | sort(case_sensitive=true) | join('\n'))} -%}
-  {%- do rels.update({'lock_ticket': mark}) -%}
-  {%- do model.update({'spark_bucketing_lock_entry': spark_bucketing.lock_entry(rels, mark) | string}) -%}
+  {%- do spark_bucketing.hold_commit_lock(rels, mark) -%}
   {%- set switched = spark_bucketing.switch_format_1(rels, meta, checked, state, plan, spec, extension, written, location, lock) -%}
   {%- if switched.declined -%}
     {%- do log("spark_bucketing: " ~ rels.target ~ ": its switch did not take the commit lock itself (" ~ switched.declined ~ "); taking it as every run does") -%}

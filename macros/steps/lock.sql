@@ -142,8 +142,15 @@
         ~ rels.target ~ ", held by run " ~ ns.blocker.run ~ " (entry " ~ ns.blocker.name ~ "). This run published nothing: rerunning is safe."
         ~ " Raise commit_lock_wait to wait longer; if no run of this model is alive, drop view " ~ rels.target.schema ~ "." ~ ns.blocker.name) -%}
   {%- endif -%}
-  {%- do rels.update({'lock_ticket': ticket}) -%}
-  {%- do model.update({'spark_bucketing_lock_entry': spark_bucketing.lock_entry(rels, ticket) | string}) -%}
+  {%- do spark_bucketing.hold_commit_lock(rels, ticket) -%}
+{% endmacro %}
+
+{% macro hold_commit_lock(rels, name) %}
+  {#- The run holds the commit lock by its entry `name`: the release
+      (release_commit_lock, an end of the commit) and a failing statement
+      (release_lock_on_failure) drop it. -#}
+  {%- do rels.update({'lock_ticket': name}) -%}
+  {%- do model.update({'spark_bucketing_lock_entry': spark_bucketing.lock_entry(rels, name) | string}) -%}
 {% endmacro %}
 
 {% macro release_commit_lock(rels) %}

@@ -263,10 +263,13 @@ def test_an_append_after_a_switch_that_died_rewrites_the_partition(spark, dbt_pr
         _layout_ok(dbt_project, name)
 
 
+def _is_write(statement: str) -> bool:
+    """Whether a statement writes rows: the extension's folder writes (a staging write included)."""
+    return " ".join(statement.split("*/", 1)[-1].split()).lower().startswith("spark_bucketing write folder")
+
+
 def _writes(statements: list[str]) -> int:
-    """The statements that write rows: the extension's folder writes (a staging write included)."""
-    bodies = (" ".join(s.split("*/", 1)[-1].split()).lower() for s in statements)
-    return sum(body.startswith("spark_bucketing write folder") for body in bodies)
+    return sum(map(_is_write, statements))
 
 
 def test_an_append_that_adds_files_writes_its_rows_once(spark, dbt_project):
@@ -403,3 +406,52 @@ def test_an_uncontended_append_takes_the_commit_lock_in_its_switch(spark, dbt_pr
         assert len([b for b in bodies if b.startswith(mark)]) == 1 and '"lock": {"mark"' in switches[0]
         expected = sorted(expected + [(k, f"d-{k}", "2024-01-01") for k in range(160, 200)])
         assert _rows(spark, table) == expected
+
+
+def _routed_query(statements: list[str]) -> str:
+    """The query of the run's folder write: the model's rows as the macros route them to the writer's tasks."""
+    (write,) = filter(_is_write, statements)
+    return write[write.index("' as\n") + len("' as\n") :]
+
+
+def _exchanges(spark, query: str) -> list[str]:
+    df = spark.sql(query)
+    df.collect()  # the final plan: what adaptive execution ran
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return [line.strip() for line in plan.split("== Initial Plan ==")[0].splitlines() if "Exchange" in line]
+
+
+@pytest.mark.parametrize("splits", [1, 3])
+def test_an_append_from_one_task_is_written_without_the_routing_shuffle(spark, dbt_project, splits):
+    """The rows of a small one-split source (an hour's rows) are in one
+    task: the extension drops the shuffle that routes each (partition,
+    bucket) to one task (OneTaskRoutes), and the writer still writes one
+    file per bucket. A source of three splits, or of one split larger than
+    adaptive execution's task, is routed as before."""
+    name = f"one_task_{splits}"
+    table = f"{dbt_project.schema}.{name}"
+    sql = SQL.format(tag="{tag}", start=0, end=400, days=2).replace("range(0, 400)", f"range(0, 400, 1, {splits})")
+    with extension_on(spark):
+        dbt_project.write_model(name, sql.replace("{tag}", "a"), _config("spark"))
+        dbt_project.run(name)
+        statements: list[str] = []
+        dbt_project.write_model(name, sql.replace("{tag}", "b"), _config("spark"))
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+        exchanges = _exchanges(spark, _routed_query(statements))
+        if splits == 1:
+            assert exchanges == []
+            # More rows in one split than adaptive execution puts in one task: routed, as any input of many tasks.
+            big = _routed_query(statements).replace("range(0, 400, 1, 1)", "range(0, 100000000, 1, 1)")
+            plan = spark.sql(big)._jdf.queryExecution().executedPlan().toString()
+            assert "REPARTITION_BY_COL" in plan
+        else:
+            assert len(exchanges) == 1 and "REPARTITION_BY_COL" in exchanges[0]
+        # Each day took one more file per bucket: 2 per bucket, 4 buckets.
+        assert [_record(spark, table, f"day=2024-01-0{d}")["files"] for d in (1, 2)] == [8, 8]
+        assert len(_folder_files(spark, table)) == 8
+        assert _rows(spark, table) == sorted(
+            (k, f"{tag}-{k}", f"2024-01-0{1 + k % 2}") for tag in "ab" for k in range(400)
+        )
+        _layout_ok(dbt_project, name)
+    with extension_on(spark, False):
+        assert len(_exchanges(spark, _routed_query(statements))) == 1

@@ -260,6 +260,13 @@ def test_the_folder_write_runs_its_then_query_on_the_folder_it_wrote(spark, tmp_
         after = sorted(tuple(r) for r in spark.sql(listing).collect())
     assert returned == after and sum(n for _, n in returned) == 3
     assert len({f.rsplit("/", 2)[1] for f, _ in returned}) == 2
+    # The same query on another folder (its columns planned once for both): that folder's rows.
+    other = {**folder, "location": f"{tmp_path}/w2"}
+    listing2 = f"select file, rows from {contracts.TABLE_FILES_FUNCTION}({_folder_sql(other)})"
+    with extension_on(spark):
+        write = f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(other)} then {sql_string(listing2)} as {rows} where col1 > 1"
+        returned2 = sorted(tuple(r) for r in spark.sql(write).collect())
+    assert sum(n for _, n in returned2) == 2 and all("/w2/" in f for f, _ in returned2)
 
 
 def test_the_folder_function_reads_partition_values_with_their_declared_types(spark, tmp_path):

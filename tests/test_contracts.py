@@ -100,6 +100,11 @@ def test_statement_names_agree(scala, macro, value):
     assert _macro_return_string(macro) == value
 
 
+def test_route_column_agrees():
+    # The extension knows the macros' routing shuffle by this column (OneTaskRoutes).
+    assert _scala_vals()["RouteColumn"] == _macro_return_string("route_column")
+
+
 def test_hive_hash_types_agree():
     body = _macro_body("hive_hash_types")
     assert tuple(re.findall(r"'(\w+)'", body)) == contracts.HIVE_HASH_TYPES

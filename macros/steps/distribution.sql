@@ -1,6 +1,13 @@
 {#- The write itself: route every (partition, bucket) to exactly one task, so
     that Spark's bucketed writer produces exactly one file per bucket. -#}
 
+{% macro route_column() %}
+  {#- The column the rows are routed to their tasks by; tied to RouteColumn
+      in scala/Contracts.scala (the extension drops the shuffle where the rows
+      are in one task already: OneTaskRoutes). -#}
+  {{ return('__sb_route') }}
+{% endmacro %}
+
 {% macro route_lookup_limit() %}{{ return(4096) }}{% endmacro %}
 
 {% macro collision_free_routes(tasks) %}
@@ -52,7 +59,8 @@
   {%- set bucket_id = spark_bucketing.hive_bucket_sql(spec.route_hash_function, spec.clustered_by, spec.buckets)
       if spec.get('route_hash_function') else
       spark_bucketing.bucket_id_expr(spec.clustered_by, spec.buckets, spec.bucket_hash, spec.get('bucketing_version', 1)) -%}
-  {%- set keys = spark_bucketing.quoted(spec.partition_by) + ['__sb_route'] -%}
+  {%- set route_column = spark_bucketing.route_column() -%}
+  {%- set keys = spark_bucketing.quoted(spec.partition_by) + [route_column] -%}
   {#- A partitioned table's write names no task count: the shuffle has the
       session's shuffle partitions, and AQE may coalesce it to the data's
       size. Coalescing joins whole partitions, so a (partition, bucket) still
@@ -73,7 +81,7 @@
   from (
     select /*+ REPARTITION({{ count }}{{ keys | join(', ') }}) */ *
     from (
-      select *, {{ route }} as __sb_route
+      select *, {{ route }} as {{ route_column }}
       from (
         {{ sql }}
       ) as __sb_source

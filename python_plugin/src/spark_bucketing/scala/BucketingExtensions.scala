@@ -21,6 +21,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectQueryPostPlannerStrategyRule(session => SupersetKeyJoins(session))
     extensions.injectQueryPostPlannerStrategyRule(session => BucketedUnions(session))
     extensions.injectQueryPostPlannerStrategyRule(session => SortedBuckets(session))
+    extensions.injectQueryPostPlannerStrategyRule(session => OneTaskRoutes(session))
     extensions.injectParser((session, delegate) => new BucketingParser(session, delegate))
     extensions.injectPostHocResolutionRule(session => PlanFolderWrites(session))
     extensions.injectTableFunction(TableFiles.description)

@@ -57,6 +57,8 @@ object Contracts {
   val HiveHashV2Function = "spark_bucketing_hive_hash_v2"
   /** The SQL function the extension adds: Spark's own Hive v1 hash, the one its writer places rows by (HiveWriterHash). */
   val HiveWriterHashFunction = "spark_bucketing_hive_writer_hash"
+  /** The column a package write routes its rows to their tasks by (the macros' REPARTITION; OneTaskRoutes). */
+  val RouteColumn = "__sb_route"
   /** The bucket id in a Hive-hash table's file name as Hive and Trino read it (ForeignBucketFiles). */
   val HiveBucketFileName = """^(0\d+)_\d+.*"""
   /** The only name Spark's bucketed writer gives a file: (Hive-style lead id, bucket id). */

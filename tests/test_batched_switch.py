@@ -264,8 +264,8 @@ def test_the_folder_write_runs_its_then_query_on_the_folder_it_wrote(spark, tmp_
     other = {**folder, "location": f"{tmp_path}/w2"}
     listing2 = f"select file, rows from {contracts.TABLE_FILES_FUNCTION}({_folder_sql(other)})"
     with extension_on(spark):
-        write = f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(other)} then {sql_string(listing2)} as {rows} where col1 > 1"
-        returned2 = sorted(tuple(r) for r in spark.sql(write).collect())
+        write = f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(other)} then {sql_string(listing2)}"
+        returned2 = sorted(tuple(r) for r in spark.sql(f"{write} as {rows} where col1 > 1").collect())
     assert sum(n for _, n in returned2) == 2 and all("/w2/" in f for f, _ in returned2)
 
 

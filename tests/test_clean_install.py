@@ -85,6 +85,21 @@ def scratch(tmp_path_factory) -> Path:
     for name, buckets in (("fact", 8), ("dim", 8), ("dim16", 16)):
         config = f"materialized='bucketed_table', clustered_by=['k'], buckets={buckets}, bucket_hash='spark'"
         (root / "models" / f"{name}.sql").write_text("{{ config(" + config + ") }}\n" + TABLE + "\n")
+    # Incremental models, run again below: on a session without the extension, the run's description of the
+    # table (a DESCRIBE carrying the extension's request in a comment) is answered by stock Spark. One model's
+    # query has comments of its own: a bracketed one, and a line comment last.
+    daily = "partition_by=['day'], clustered_by=['k'], buckets=4, bucket_hash='spark'"
+    for name, strategy in (("daily", "insert_overwrite"), ("appended", "append")):
+        config = f"materialized='bucketed_incremental', incremental_strategy='{strategy}', {daily}"
+        query = "select cast(id % 100 as int) as k, concat('v', id) as v,"
+        query += " date_add(date'2024-01-01', cast(id % 2 as int)) as day\nfrom range(0, 400)"
+        query += " /* two days */ -- last" if name == "daily" else ""
+        (root / "models" / f"{name}.sql").write_text("{{ config(" + config + ") }}\n" + query + "\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "incremental_rows.sql").write_text(
+        "select * from (select (select count(*) from {{ ref('daily') }}) as d,"
+        " (select count(*) from {{ ref('appended') }}) as a) where d <> 400 or a <> {{ var('appended_rows', 400) }}\n"
+    )
     join = (
         "{{ config(materialized='view') }}\n"
         "select f.k, d.v\nfrom {{ ref('fact') }} f\njoin {{ ref('DIM') }} d on f.k = d.k\n"
@@ -112,6 +127,12 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     assert "config 'bucketing_version': 2 needs the spark-bucketing session extension" in failed, failed
     assert "spark.sql.extensions=sparkbucketing.BucketingExtensions" in failed
     assert not [p for p in (scratch / "state" / "warehouse").rglob("*hive_v2*")]
+
+    # Incremental runs on the tables `dbt run` built, then the test of their rows: the day replaced, the
+    # rows appended once.
+    again = ["--select", "daily", "appended", "incremental_rows", "--vars", "{appended_rows: 800}"]
+    built = _run([str(bin_ / "dbt"), "build", *project, *again], cwd=scratch).stdout
+    assert "PASS=3" in built and "ERROR=0" in built, built
 
     assert "check" in _run([str(bin_ / "spark-bucketing"), "--help"], cwd=elsewhere).stdout
 

@@ -64,7 +64,7 @@ def test_with_the_extension_an_uncontended_switch_takes_and_releases_the_lock_it
     ended, ending = commit_end(statements)
     assert ended == lock[0]
     assert not [s for s in statements if statement_body(s).lower().startswith(("drop view", "show partitions"))]
-    reads = ("show tblproperties", contracts.DESCRIBE_STATEMENT, "describe table extended")
+    reads = ("show tblproperties", "describe table extended", "set spark.sql.extensions")
     assert len([s for s in statements if statement_body(s).lower().startswith(reads)]) == 1
     mark = statement_payload(lock[0])["lock"]["mark"]
     assert "__dbt_lock_c_" in mark and ending["release_lock"] == f"{dbt_project.schema}.{mark}"
@@ -95,11 +95,12 @@ def test_with_the_extension_the_statement_that_ends_the_commit_releases_the_lock
     assert not [s for s in statements if statement_body(s).lower().startswith("drop view")]
     # The run holds the lock by its mark and commits on the properties the mark's statement read: the table's
     # properties are read once before the write (with its description, in one statement), and not again.
-    reads = ("show tblproperties", contracts.DESCRIBE_STATEMENT, "describe table extended")
+    # No statement of its own asks whether the extension is loaded: the description's answer tells.
+    reads = ("show tblproperties", "describe table extended", "set spark.sql.extensions")
     shown = [s for s in statements if statement_body(s).lower().startswith(reads)]
     marked = next(s for s in statements if "__dbt_lock_" in s)
     assert len(shown) == 1 and statements.index(shown[0]) < statements.index(marked)
-    assert statement_body(shown[0]).lower().startswith(contracts.DESCRIBE_STATEMENT), shown
+    assert f"/* {contracts.DESCRIBE_REQUEST} query as " in statement_body(shown[0]).lower(), shown
     # The table's partitions are listed once too, by the mark's statement, under the lock: no SHOW PARTITIONS.
     assert not [s for s in statements if statement_body(s).lower().startswith("show partitions")]
     mark = re.search(r" entry (\S+)$", lock[0]).group(1)
@@ -136,20 +137,25 @@ def test_the_mark_statement_reads_what_show_tblproperties_and_show_partitions_re
         spark.sql(f"drop view {schema}.{name}{mark}")
 
 
-def test_the_describe_statement_reads_what_describe_show_tblproperties_set_and_describe_query_read(spark, dbt_project):
-    """The extension's describe statement returns DESCRIBE TABLE EXTENDED's
-    rows, then the table's properties as SHOW TBLPROPERTIES shows them, then
-    the extension's switch as the session has it, then, given a query, its
-    columns as DESCRIBE QUERY gives them (a query over lines, with a `;` in
-    a literal and a quoted name), each row headed by its marker."""
+def test_the_describe_request_reads_what_describe_show_tblproperties_set_and_describe_query_read(spark, dbt_project):
+    """DESCRIBE TABLE EXTENDED with the extension's request in a comment
+    returns DESCRIBE's rows, then the table's properties as SHOW
+    TBLPROPERTIES shows them, then the extension's switch as the session has
+    it, then, given a query, its columns as DESCRIBE QUERY gives them (a
+    query over lines, with a `;` in a literal, a quoted name and a line
+    comment last), each row headed by its marker. Stock Spark's parser reads
+    the same statement as the plain DESCRIBE, which tells a run that the
+    extension is not loaded."""
     table = f"{dbt_project.schema}.described"
     spark.sql(f"create table {table} (k int, p string) using parquet partitioned by (p) tblproperties ('a' = 'b=[c]')")
-    query = f"select k,\n  cast(p as int) as q, 'a;b' as `c d`\nfrom {table} where p <> 'query as x'"
+    query = f"select k,\n  cast(p as int) as q, 'a;b' as `c d`\nfrom {table} where p <> 'query as x' -- last"
+    request = f"describe table extended {table} /* {contracts.DESCRIBE_REQUEST}\n*/"
+    queried_request = f"describe table extended {table} /* {contracts.DESCRIBE_REQUEST} query as {query}\n*/;"
     with extension_on(spark, False):
-        rows = [tuple(r) for r in spark.sql(f"{contracts.DESCRIBE_STATEMENT} {table}").collect()]
-        queried = spark.sql(f"{contracts.DESCRIBE_STATEMENT} {table} query as {query};").collect()
+        rows = [tuple(r) for r in spark.sql(request).collect()]
+        queried = spark.sql(queried_request).collect()
     with extension_on(spark):
-        switched_on = [tuple(r) for r in spark.sql(f"{contracts.DESCRIBE_STATEMENT} {table}").collect()]
+        switched_on = [tuple(r) for r in spark.sql(request).collect()]
     described = [tuple(r) for r in spark.sql(f"describe table extended {table}").collect()]
     shown = [(contracts.PROPERTY_ROW, r[0], r[1]) for r in spark.sql(f"show tblproperties {table}").collect()]
     setting = (contracts.SETTING_ROW, extension.SWITCH, "false")
@@ -158,6 +164,12 @@ def test_the_describe_statement_reads_what_describe_show_tblproperties_set_and_d
     columns = [(contracts.QUERY_COLUMN_ROW, r[0], r[1]) for r in spark.sql(f"describe query {query}").collect()]
     assert [c[1:] for c in columns] == [("k", "int"), ("q", "int"), ("c d", "string")]
     assert [tuple(r) for r in queried] == rows + columns
+    stock = spark._jvm.org.apache.spark.sql.execution.SparkSqlParser()
+
+    def parsed(sql: str) -> str:
+        return re.sub(r"#\d+", "", stock.parsePlan(sql).toString())  # each parse numbers its columns anew
+
+    assert parsed(request) == parsed(queried_request) == parsed(f"describe table extended {table}")
 
 
 def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, dbt_project):

@@ -82,7 +82,7 @@ STATEMENT_NAMES = [
     ("CleanStatement", "clean_statement", contracts.CLEAN_STATEMENT),
     ("WriteFolderStatement", "write_folder_statement", contracts.WRITE_FOLDER_STATEMENT),
     ("MarkLockStatement", "mark_lock_statement", contracts.MARK_LOCK_STATEMENT),
-    ("DescribeStatement", "describe_statement", contracts.DESCRIBE_STATEMENT),
+    ("DescribeRequest", "describe_request", contracts.DESCRIBE_REQUEST),
     ("PropertyRow", "property_row", contracts.PROPERTY_ROW),
     ("SettingRow", "setting_row", contracts.SETTING_ROW),
     ("QueryColumnRow", "query_column_row", contracts.QUERY_COLUMN_ROW),

@@ -69,10 +69,12 @@
   {{ return(columns) }}
 {% endmacro %}
 
-{% macro describe_statement() %}
-  {#- The session extension's statement that describes a table and reads
-      its properties at once; tied to DescribeStatement in scala/Contracts.scala. -#}
-  {{ return('spark_bucketing describe table') }}
+{% macro describe_request() %}
+  {#- The session extension's request, in a comment after DESCRIBE TABLE
+      EXTENDED, that it answers by also reading the table's properties and
+      its switch and describing a query; tied to DescribeRequest in
+      scala/Contracts.scala. -#}
+  {{ return('spark_bucketing describe') }}
 {% endmacro %}
 
 {% macro property_row() %}
@@ -94,24 +96,31 @@
   {#- What an incremental run reads before it plans: {'columns': the
       columns of its query `sql` (query_columns), 'loaded':
       extension_loaded, 'extension': extension_active, 'info': table_info
-      of `relation` (none where it is
-      not an existing table), 'properties': the table's properties, as
-      table_properties reads them, or none (read where they are needed)}.
-      With the session extension loaded and the table there, one statement
-      reads them all (describe_statement) where DESCRIBE QUERY, the
-      switch's SET, DESCRIBE TABLE EXTENDED and SHOW TBLPROPERTIES would be
-      four; the SET that tells whether the extension is loaded comes first. -#}
-  {%- set loaded = spark_bucketing.extension_loaded() -%}
-  {%- set exists = relation is not none and relation.is_table -%}
-  {%- if not (loaded and exists) -%}
+      of `relation` (none where it is not an existing table),
+      'properties': the table's properties, as table_properties reads
+      them, or none (read where they are needed)}.
+      Where the table is there, one DESCRIBE TABLE EXTENDED carries the
+      extension's request (describe_request) in a comment: the extension
+      answers it with all of them, where DESCRIBE QUERY, the SET that tells
+      whether it is loaded, its switch's SET, DESCRIBE TABLE EXTENDED and
+      SHOW TBLPROPERTIES would be five statements; stock Spark answers the
+      DESCRIBE alone, which tells the extension is not loaded. A query with
+      a bracketed comment of its own cannot ride in one: it is described by
+      a statement of its own. -#}
+  {%- if relation is none or not relation.is_table -%}
+    {%- set loaded = spark_bucketing.extension_loaded() -%}
     {{ return({'columns': spark_bucketing.query_columns(sql), 'loaded': loaded, 'extension': spark_bucketing.extension_active(loaded),
-               'info': spark_bucketing.table_info(relation) if exists else none, 'properties': none}) }}
+               'info': none, 'properties': none}) }}
   {%- endif -%}
-  {%- set rows = run_query(spark_bucketing.describe_statement() ~ ' ' ~ relation ~ ' query as ' ~ sql).rows -%}
+  {%- set carried = '/*' not in sql and '*/' not in sql -%}
+  {%- set request = spark_bucketing.describe_request() ~ (' query as ' ~ sql if carried else '') -%}
+  {%- set rows = run_query('describe table extended ' ~ relation ~ ' /* ' ~ request ~ '\n*/').rows -%}
+  {%- set setting = spark_bucketing.kind_properties(rows, spark_bucketing.setting_row()) -%}
+  {%- set loaded = setting is not none -%}
   {%- set query_rows = (spark_bucketing.kind_properties(rows, spark_bucketing.query_column_row()) or {}).items() | list -%}
-  {%- set switch = (spark_bucketing.kind_properties(rows, spark_bucketing.setting_row()) or {}).get(spark_bucketing.extension_switch()) -%}
   {#- describe_sections skips the rows after DESCRIBE's (each headed by `#`). -#}
-  {{ return({'columns': spark_bucketing.query_columns(sql, query_rows), 'loaded': loaded, 'extension': spark_bucketing.switched_on(switch),
+  {{ return({'columns': spark_bucketing.query_columns(sql, query_rows if loaded and carried else none), 'loaded': loaded,
+             'extension': loaded and spark_bucketing.switched_on(setting.get(spark_bucketing.extension_switch())),
              'info': spark_bucketing.table_info(relation, rows),
-             'properties': spark_bucketing.kind_properties(rows, spark_bucketing.property_row()) or {}}) }}
+             'properties': (spark_bucketing.kind_properties(rows, spark_bucketing.property_row()) or {}) if loaded else none}) }}
 {% endmacro %}

@@ -53,10 +53,10 @@ SWITCH_STATEMENT = "spark_bucketing switch partitions"
 CLEAN_STATEMENT = "spark_bucketing clean folders"
 #: ... marks a run choosing in a table's commit lock, then lists the lock's entries and reads the table's properties.
 MARK_LOCK_STATEMENT = "spark_bucketing mark lock"
-#: ... describes a table (DESCRIBE TABLE EXTENDED's rows), then gives its properties as rows of PROPERTY_ROW, the
-#: extension's switch as a row of SETTING_ROW and, with `query as <query>`, the query's columns as rows of
-#: QUERY_COLUMN_ROW.
-DESCRIBE_STATEMENT = "spark_bucketing describe table"
+#: The request, in a comment after `DESCRIBE TABLE EXTENDED <table>`, that the extension answers with DESCRIBE's
+#: rows, then the table's properties as rows of PROPERTY_ROW, the extension's switch as a row of SETTING_ROW and,
+#: with `query as <query>`, the query's columns as rows of QUERY_COLUMN_ROW (stock Spark: DESCRIBE's rows alone).
+DESCRIBE_REQUEST = "spark_bucketing describe"
 PROPERTY_ROW = "# spark_bucketing property"
 SETTING_ROW = "# spark_bucketing setting"
 QUERY_COLUMN_ROW = "# spark_bucketing query column"

@@ -453,15 +453,17 @@ object PropertyRows {
       .toSeq.sortBy(_._1).map { case (key, value) => Row(kind, key, value) }
 }
 
-/** A run's reads before it plans, in one round trip of a remote client instead of four:
+/** A run's reads before it plans, in one round trip of a remote client instead of five:
  *
- *    SPARK_BUCKETING DESCRIBE TABLE <table> [QUERY AS <query>]
+ *    DESCRIBE TABLE EXTENDED <table> /* SPARK_BUCKETING DESCRIBE [QUERY AS <query>] */
  *
  *  returns the rows of DESCRIBE TABLE EXTENDED, then a (PropertyRow, key, value) row per property, as SHOW
  *  TBLPROPERTIES shows them, then a (SettingRow, key, value) row of the extension's switch as the session has it
  *  (value NULL where it is not set), then, with a query, a (QueryColumnRow, name, type) row per column of the query,
- *  as DESCRIBE QUERY gives them. A reader of DESCRIBE's sections skips the rows after its own (a first column
- *  starting with `#` is a section's heading). */
+ *  as DESCRIBE QUERY gives them. The request rides in a comment, so that a session without the extension answers
+ *  the same statement as a plain DESCRIBE: a run learns whether the extension is loaded from the answer (a
+ *  SettingRow) instead of a statement of its own. A reader of DESCRIBE's sections skips the rows after its own (a
+ *  first column starting with `#` is a section's heading). */
 case class DescribeWithProperties(table: TableIdentifier, query: Option[String] = None) extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = Seq(
@@ -560,7 +562,9 @@ object BucketingStatements {
   private val Switch = pattern(Contracts.SwitchStatement)
   private val Clean = pattern(Contracts.CleanStatement)
   private val MarkLock = (words(Contracts.MarkLockStatement) + """\s+(.+?)\s+entry\s+([A-Za-z0-9_]+)\s*;?\s*$""").r
-  private val Describe = (words(Contracts.DescribeStatement) + """\s+(.+?)(?:\s+query\s+as\s+(.+?))?\s*;?\s*$""").r
+  // The query holds no bracketed comment (the macros send it only then): the first `*/` ends the request.
+  private val Describe = ("""(?is)^describe\s+table\s+extended\s+(.+?)\s*/\*\s*""" +
+    words(Contracts.DescribeRequest).stripPrefix("(?is)^") + """(?:\s+query\s+as\s+(.+?))?\s*\*/\s*;?\s*$""").r
   // Possessive: a long literal (a query) takes a few steps, not one stack frame per character.
   private val QuotedString = """'(?:[^'\\]++|\\.)*+'"""
   private val Write =

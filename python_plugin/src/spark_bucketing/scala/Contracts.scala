@@ -33,9 +33,9 @@ object Contracts {
   /** The statement the extension adds to mark a run choosing in a table's commit lock, list the lock's entries and
    *  read the table's properties, in one round trip (MarkCommitLock). */
   val MarkLockStatement = "spark_bucketing mark lock"
-  /** The statement the extension adds to describe a table, read its properties and the extension's switch, and
-   *  describe a query, in one round trip (DescribeWithProperties). */
-  val DescribeStatement = "spark_bucketing describe table"
+  /** The request, in a comment after DESCRIBE TABLE EXTENDED, that the extension answers by also reading the table's
+   *  properties and its switch, and describing a query, in one round trip (DescribeWithProperties). */
+  val DescribeRequest = "spark_bucketing describe"
   /** The first column of DescribeWithProperties's property rows. */
   val PropertyRow = "# spark_bucketing property"
   /** The first column of DescribeWithProperties's row of the extension's switch. */

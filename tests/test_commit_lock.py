@@ -172,6 +172,31 @@ def test_the_describe_request_reads_what_describe_show_tblproperties_set_and_des
     assert parsed(request) == parsed(queried_request) == parsed(f"describe table extended {table}")
 
 
+def test_a_model_with_a_bracketed_comment_is_described_by_a_statement_of_its_own(spark, dbt_project):
+    """A model whose SQL holds a bracketed comment cannot ride in the
+    description's comment (its `*/` would end it): the run sends the request
+    without the query and a DESCRIBE QUERY of the model, still with no SET
+    before them, and the extension writes and switches the day."""
+    name = "described_comment"
+    model = dbt_project.root / "models" / f"{name}.sql"
+    with extension_on(spark):
+        model.write_text(model_sql({"days": [0, 1]}).replace("from range(", "/* the rows */ from range("))
+        dbt_project.run(name)
+        model.write_text(model_sql({"days": [1], "tag": 1}).replace("from range(", "/* the rows */ from range("))
+        statements: list[str] = []
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+    bodies = [statement_body(s).lower() for s in statements]
+    described = [b for b in bodies if b.startswith("describe table extended")]
+    assert len(described) == 1 and described[0].endswith(f"/* {contracts.DESCRIBE_REQUEST}\n*/"), described
+    assert len([b for b in bodies if b.startswith("describe query")]) == 1, bodies
+    assert not [b for b in bodies if b.startswith("set spark.sql.extensions")], bodies
+    assert [b for b in bodies if b.startswith(contracts.SWITCH_STATEMENT)], bodies
+    days = spark.sql(
+        f"select day, count(*) as n, min(payload) as p from {dbt_project.schema}.{name} group by day order by day"
+    ).collect()
+    assert [(str(r.day), r.n, r.p[:3]) for r in days] == [("2024-01-01", 200, "v0-"), ("2024-01-02", 200, "v1-")]
+
+
 def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, dbt_project):
     name = "lock_wait"
     schema = dbt_project.schema

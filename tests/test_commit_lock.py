@@ -6,6 +6,7 @@ run's; an entry older than commit_lock_expiry is a dead run's and goes."""
 from __future__ import annotations
 
 import re
+import threading
 import time
 
 from harness.spark import extension_on
@@ -202,14 +203,34 @@ def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, 
     schema = dbt_project.schema
     (dbt_project.root / "models" / f"{name}.sql").write_text(_model({"days": [0, 1]}))
     dbt_project.run(name)
-    # A dead run's ticket, dated 3 s ahead: it expires (commit_lock_expiry=6) about 9 s from now.
-    dead = f"{name}__dbt_lock_t000001_{int(time.time()) + 3}_r{int(time.time())}_aaaaaabbbbbb"
-    spark.sql(f"create view {schema}.{dead} as select 1 as held")
-    began = time.time()
+    # A dead run's ticket that does not expire, so that the run finds it however long its write takes; once the run
+    # has taken its ticket, the dead ticket is dated 1 s ahead: it expires (commit_lock_expiry=6) about 8 s later.
+    dead_run = f"r{int(time.time())}_aaaaaabbbbbb"
+    standing = f"{name}__dbt_lock_t000001_{int(time.time()) + 3600}_{dead_run}"
+    spark.sql(f"create view {schema}.{standing} as select 1 as held")
+    redated: dict[str, float | str] = {}
+
+    def redate_once_the_run_waits() -> None:
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            if spark.sql(f"show tables in {schema} like '{name}__dbt_lock_t000002_*'").collect():
+                dead = f"{name}__dbt_lock_t000001_{int(time.time()) + 1}_{dead_run}"
+                spark.sql(f"create view {schema}.{dead} as select 1 as held")
+                spark.sql(f"drop view {schema}.{standing}")
+                redated.update({"name": dead, "at": time.time()})
+                return
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=redate_once_the_run_waits)
+    watcher.start()
     (dbt_project.root / "models" / f"{name}.sql").write_text(_model({"days": [1], "tag": 1}))
     statements: list[str] = []
-    assert dbt_project.dbt("run", "--select", name, statements=statements).success
-    assert time.time() - began >= 8
+    try:
+        assert dbt_project.dbt("run", "--select", name, statements=statements).success
+    finally:
+        watcher.join()
+    assert redated, "the run took no ticket"
+    assert time.time() - float(redated["at"]) >= 6
     lock = _lock_statements(statements)
     created = [re.search(r"__dbt_lock_(t\d+)_(\d+)_(r\d+_[0-9a-f]{12})", s) for s in lock if s.startswith("create")]
     tickets = [m.groups() for m in created if m]
@@ -217,6 +238,6 @@ def test_a_waiting_run_renews_its_entry_and_takes_the_lock_of_a_dead_run(spark, 
     assert {t for t, _, _ in tickets} == {"t000002"}, lock
     epochs = [int(e) for _, e, _ in tickets]
     assert len(epochs) >= 2 and epochs == sorted(epochs) and epochs[-1] - epochs[0] >= 2, lock
-    assert any(s.startswith("drop") and dead in s for s in lock), lock
+    assert any(s.startswith("drop") and str(redated["name"]) in s for s in lock), lock
     left = [r.tableName for r in spark.sql(f"show tables in {schema} like '{name}__dbt_lock_*'").collect()]
     assert left == []

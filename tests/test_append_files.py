@@ -9,6 +9,7 @@ completed by the next run: nothing lost, nothing twice."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -91,11 +92,12 @@ def test_appends_add_files_up_to_the_limit_then_compact(spark, dbt_project, fami
             before = _folder_files(spark, table)
             statements: list[str] = []
             assert dbt_project.dbt("run", "--select", name, statements=statements).success
-            # The touched day's folder (and format 2's record) alone: the records function with its spec, never
-            # the whole listing nor a DESCRIBE per partition; once, as no other run committed between the plan and
-            # the commit.
-            reads = [s for s in statements if "spark_bucketing_records(" in s]
-            assert len(reads) == 1 and "'[{" in reads[0], reads
+            # The touched day's folder (and format 2's record) alone, read by the write's own statement (its
+            # check's rows carry them: `records of`), never the whole listing nor a DESCRIBE per partition; once,
+            # as no other run committed between the plan and the commit.
+            assert not [s for s in statements if "spark_bucketing_records(" in s]
+            carried = [s for s in statements if _is_write(s) and re.search(rf"\brecords of \S*{name}\b", s)]
+            assert len(carried) == 1 and _writes(statements) == 1, statements
             assert not [s for s in statements if " partition (" in s.lower() and "describe" in s.lower()]
             expected = sorted(expected + [(k, f"{tag}-{k}", "2024-01-01") for k in range(40 * i, 40 * (i + 1))])
             assert _rows(spark, table) == expected
@@ -411,7 +413,7 @@ def test_an_uncontended_append_takes_the_commit_lock_in_its_switch(spark, dbt_pr
 def _routed_query(statements: list[str]) -> str:
     """The query of the run's folder write: the model's rows as the macros route them to the writer's tasks."""
     (write,) = filter(_is_write, statements)
-    return write[write.index("' as\n") + len("' as\n") :]
+    return write[re.search(r"(?:'|records of \S+) as\n", write).end() :]
 
 
 def _exchanges(spark, query: str) -> list[str]:

@@ -269,6 +269,50 @@ def test_the_folder_write_runs_its_then_query_on_the_folder_it_wrote(spark, tmp_
     assert sum(n for _, n in returned2) == 2 and all("/w2/" in f for f, _ in returned2)
 
 
+def test_the_folder_write_carries_the_records_of_the_partitions_it_wrote(spark, tmp_path):
+    """`.. then '<query>' records of <table> as <query>`: each row of the
+    `then` query also carries the record and folder of the table's
+    partition of its `__sb_path`, as the records function reads them (a
+    value Spark's folder names escape included); NULL for a partition the
+    table does not list."""
+    spark.sql("create database if not exists batched")
+    table = "batched.carried_records"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} (k int, p string) using parquet partitioned by (p) location '{tmp_path}/t'")
+    spark.sql(f"insert into {table} values (1, 'a b/c'), (2, 'x')")
+    folder = {
+        "location": f"{tmp_path}/w",
+        "format": "parquet",
+        "columns": [["k", "int"], ["p", "string"]],
+        "partition_by": ["p"],
+        "clustered_by": ["k"],
+        "buckets": 2,
+    }
+    # A partition's folder name from a file's URI, as the package's check derives it (macros/catalog/files.sql).
+    paths = (
+        "select __sb_path, sum(rows) as n from (select regexp_extract(url_decode(replace(file, '+', '%2B')), "
+        f"'([^/]+)/[^/]*$', 1) as __sb_path, rows from {contracts.TABLE_FILES_FUNCTION}({_folder_sql(folder)})) "
+        "group by __sb_path"
+    )
+    rows = "select * from values (1, 'a b/c'), (3, 'a b/c'), (2, 'x'), (4, 'new')"
+    with extension_on(spark):
+        write = f"{contracts.WRITE_FOLDER_STATEMENT} {_folder_sql(folder)} then {sql_string(paths)} records of {table}"
+        returned = spark.sql(f"{write} as {rows}")
+        assert returned.columns == ["__sb_path", "n", "__sb_record", "__sb_location"]
+        got = {r["__sb_path"]: (r["n"], r["__sb_record"], r["__sb_location"]) for r in returned.collect()}
+        listed = {
+            r.path: (r.record, r.location)
+            for r in spark.sql(f"select * from {contracts.PARTITION_RECORDS_FUNCTION}('{table}')").collect()
+        }
+    assert sorted(listed) == ["p=a b%2Fc", "p=x"]
+    assert got == {
+        "p=a b%2Fc": (2, *listed["p=a b%2Fc"]),
+        "p=x": (1, *listed["p=x"]),
+        "p=new": (1, None, None),
+    }
+    assert all(location for _, location in listed.values())
+
+
 def test_the_folder_function_reads_partition_values_with_their_declared_types(spark, tmp_path):
     """The folder function reads a partition value as its declared type,
     not as Spark would infer it from the folder name: a string '01' stays

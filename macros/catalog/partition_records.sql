@@ -80,6 +80,21 @@
   {{ return(out) }}
 {% endmacro %}
 
+{% macro checked_partition_records(relation, rows) %}
+  {#- partition_records_of's answer from the rows of a write's check that
+      carry the records of `relation` (write_folder's `records_of`): the
+      partitions the catalog lists among the rows' paths. -#}
+  {%- set listed = {} -%}
+  {%- for row in rows if row['__sb_location'] is not none -%}
+    {%- do listed.update({row['__sb_path']: (row['__sb_record'], row['__sb_location'])}) -%}
+  {%- endfor -%}
+  {%- set paths = listed.keys() | list -%}
+  {%- set records = spark_bucketing.parsed_records(relation, paths, listed.values() | map(attribute='0') | list) -%}
+  {%- set out = {} -%}
+  {%- for path, (_, location) in listed.items() -%}{%- do out.update({path: {'record': records[path], 'location': location}}) -%}{%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
 {% macro listed_digest(paths) %}
   {#- A digest of a set of partition paths: one MD5 of them sorted. -#}
   {{ return(local_md5(paths | sort(case_sensitive=true) | join('\n'))) }}

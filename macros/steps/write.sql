@@ -90,7 +90,7 @@
   {{ return(routed) }}
 {% endmacro %}
 
-{% macro write_bucketed_folder(spec, columns, sql, location, bucketed_rows, then=none) %}
+{% macro write_bucketed_folder(spec, columns, sql, location, bucketed_rows, then=none, records_of=none) %}
   {#- Writes the rows of `sql` as `spec`'s buckets into the new folder
       `location` through the session extension (write_folder): the files,
       names and sort Spark's writer gives a table of that spec. Hive's v1
@@ -98,7 +98,7 @@
       (hive_rows_checked_sql); Hive's v2 rows are placed by v2, which
       Spark's Hive writer cannot do. `then`: a query run in the same
       statement once the folder is written (the write's check,
-      folder_check_sql). Returns what was written, {'relation': none,
+      folder_check_sql); `records_of`: write_folder's. Returns what was written, {'relation': none,
       'folder': the folder's description, 'check': `then`'s rows or none}. -#}
   {%- set folder = spark_bucketing.bucketed_folder(spec, columns, location) -%}
   {%- if folder.get('bucketing_version') == 1 -%}
@@ -108,10 +108,10 @@
   {%- else -%}
     {%- set rows_sql = spark_bucketing.bucketed_write_sql(spec, columns, sql, bucketed_rows) -%}
   {%- endif -%}
-  {{ return({'relation': none, 'folder': folder, 'check': spark_bucketing.write_folder(folder, rows_sql, then=then)}) }}
+  {{ return({'relation': none, 'folder': folder, 'check': spark_bucketing.write_folder(folder, rows_sql, then=then, records_of=records_of)}) }}
 {% endmacro %}
 
-{% macro write_folder(folder, sql, statement_name='main', then=none) %}
+{% macro write_folder(folder, sql, statement_name='main', then=none, records_of=none) %}
   {#- Through the session extension: writes the rows of `sql` (in the
       folder's column order) into the new folder `folder` describes
       (folder_description) as an INSERT INTO a table of that description
@@ -122,10 +122,13 @@
       (`statement_name`: dbt's name for it; 'main' is the model's write).
       `then`: a query the statement runs once the folder is written, as a
       statement of its own would see it, a round trip saved; returns its
-      rows (else none). -#}
+      rows (else none). `records_of`: a table whose partitions' record and
+      folder each row of `then` carries too, by its __sb_path (__sb_record,
+      __sb_location; checked_partition_records). -#}
   {%- call statement(statement_name, fetch_result=then is not none) -%}
     {{ spark_bucketing.write_folder_statement() }} {{ spark_bucketing.sql_string(tojson(folder)) }}
-    {%- if then is not none %} then {{ spark_bucketing.sql_string(then) }}{% endif %} as
+    {%- if then is not none %} then {{ spark_bucketing.sql_string(then) }}
+    {%- if records_of is not none %} records of {{ records_of }}{% endif %}{% endif %} as
     {{ sql }}
   {%- endcall -%}
   {{ return(load_result(statement_name).table if then is not none else none) }}

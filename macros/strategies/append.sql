@@ -55,12 +55,16 @@
       it cannot add to are rewritten with their old rows. -#}
   {%- set location = spark_bucketing.stage_location(run) -%}
   {%- set check = spark_bucketing.folder_check_sql(run.spec, run.columns, location) -%}
-  {%- set written = spark_bucketing.write_bucketed_folder(run.spec, run.columns, run.new_sql, location, false, check) -%}
+  {#- The check's rows carry the written partitions' records too: no statement of their own (appends_in_place). -#}
+  {%- set records_checked = check is not none and run.spec.partition_by | length > 0 -%}
+  {%- set written = spark_bucketing.write_bucketed_folder(run.spec, run.columns, run.new_sql, location, false, check,
+      records_of=run.existing if records_checked else none) -%}
   {#- The write's check lists the partitions too. -#}
   {%- set checked = spark_bucketing.verify_write(written, run.spec, location, rels) -%}
   {%- set staged = {'source': spark_bucketing.folder_source(written.folder), 'relation': none, 'folder': written.folder,
                     'partitions': checked.stats | map(attribute='values') | list} -%}
-  {%- set in_place = spark_bucketing.appends_in_place(run, staged.partitions) -%}
+  {%- set in_place = spark_bucketing.appends_in_place(run, staged.partitions,
+      listed=spark_bucketing.checked_partition_records(run.existing, written.check) if records_checked else none) -%}
   {%- set others = checked.stats | rejectattr('values', 'in', in_place.values() | list) | map(attribute='path') | list -%}
   {#- By path, as the commit's guard compares them (added_paths): one SHOW PARTITIONS, where there are any. -#}
   {%- if not others or not (others | select('in', spark_bucketing.catalog_paths(run.existing)) | list) -%}
@@ -81,7 +85,7 @@
       and (run.meta.version or '1') == spark_bucketing.records_format(run.spec)) }}
 {% endmacro %}
 
-{% macro appends_in_place(run, partitions, batch_start=none) %}
+{% macro appends_in_place(run, partitions, batch_start=none, listed=none) %}
   {#- {values_key: values} of the touched `partitions` that take the new
       rows' files beside their own instead of being rewritten: with
       may_add_files, each partition whose record has this run's spec and
@@ -90,7 +94,9 @@
       record describes (a run that died in its switch can leave a record
       behind). One statement reads the touched partitions' folders, and
       format 2's records (partition_records_of), however many partitions
-      the append touches; format 1's records are the table's properties.
+      the append touches, unless the write's check read them (`listed`:
+      checked_partition_records); format 1's records are the table's
+      properties.
       Format 2 keeps the records in run.meta, where the commit finds them as
       it finds format 1's (publish_partitions). For a microbatch batch
       (`batch_start`: the start of its range), only a partition whose rows
@@ -103,13 +109,13 @@
   {%- endif -%}
   {%- set by_key = {} -%}
   {%- set folders = {} -%}
-  {%- for path, listed in spark_bucketing.partition_records_of(run.existing, partitions).items() -%}
+  {%- for path, found in (listed if listed is not none else spark_bucketing.partition_records_of(run.existing, partitions)).items() -%}
     {#- Format 1's records are the table's properties (a partition's parameters may keep a record of an earlier format 2). -#}
-    {%- set rec = listed.record if run.meta.version == '2' else run.meta.partitions.get(path) -%}
+    {%- set rec = found.record if run.meta.version == '2' else run.meta.partitions.get(path) -%}
     {%- if rec is not none and rec['values'] is defined -%}
       {%- set key = spark_bucketing.values_key(rec['values'], run.spec.partition_by) -%}
       {%- do by_key.update({key: rec}) -%}
-      {%- do folders.update({key: listed.location}) -%}
+      {%- do folders.update({key: found.location}) -%}
       {%- if run.meta.version == '2' -%}{%- do run.meta.partitions.update({path: rec}) -%}{%- endif -%}
     {%- endif -%}
   {%- endfor -%}

@@ -92,12 +92,29 @@ object TablePartitionRecords {
   }
 
   def of(session: SparkSession, name: TableIdentifier, specs: Option[Seq[Map[String, String]]]): LogicalPlan = {
-    val catalog = session.sessionState.catalog
-    val table = catalog.getTableMetadata(name)
     val output = Seq(
       AttributeReference("path", StringType, nullable = false)(),
       AttributeReference("record", StringType)(),
       AttributeReference("location", StringType)())
+    val rows = listed(session, name, specs).map { case (path, record, location) =>
+      def utf8(s: String) = Option(s).map(UTF8String.fromString).orNull
+      InternalRow(utf8(path), utf8(record), utf8(location))
+    }
+    LocalRelation(output, rows)
+  }
+
+  /** (path, record or null, folder) of the table's partitions the catalog lists among `paths` (as SHOW PARTITIONS
+   *  names them: `column=value` folder names), in one call: an append that adds files reads the records of the
+   *  partitions it wrote in the statement that writes them (WriteThenQuery). */
+  def ofPaths(session: SparkSession, name: TableIdentifier, paths: Seq[String]): Seq[(String, String, String)] =
+    listed(session, name, Some(paths.map(_.split("/").map { part =>
+      val (column, value) = part.splitAt(part.indexOf('='))
+      ExternalCatalogUtils.unescapePathName(column) -> ExternalCatalogUtils.unescapePathName(value.drop(1))
+    }.toMap)))
+
+  private def listed(session: SparkSession, name: TableIdentifier, specs: Option[Seq[Map[String, String]]]) = {
+    val catalog = session.sessionState.catalog
+    val table = catalog.getTableMetadata(name)
     val resolver = session.sessionState.conf.resolver
     val partitions = specs match {
       case None => catalog.listPartitions(table.identifier)
@@ -106,12 +123,9 @@ object TablePartitionRecords {
         val spelled = wanted.map(_.map { case (k, v) => table.partitionColumnNames.find(resolver(_, k)).getOrElse(k) -> v })
         HiveCatalogPartitions.find(session, table, spelled).flatten
     }
-    val rows = partitions.map { p =>
-      def utf8(s: Option[String]) = s.map(UTF8String.fromString).orNull
-      InternalRow(UTF8String.fromString(path(table, p)), utf8(RecordParameters.read(p.parameters)),
-        utf8(p.storage.locationUri.map(CatalogUtils.URIToString)))
+    partitions.map { p =>
+      (path(table, p), RecordParameters.read(p.parameters).orNull, p.storage.locationUri.map(CatalogUtils.URIToString).orNull)
     }
-    LocalRelation(output, rows)
   }
 
   /** The partition's path as SHOW PARTITIONS spells it. */

@@ -237,19 +237,24 @@ def test_the_folder_listing_finds_the_partitions_a_scan_reads(spark, tmp_path):
     assert scanned == ["a", "b"]
 
 
-def test_the_folder_write_runs_its_then_query_on_the_folder_it_wrote(spark, tmp_path):
-    """`write folder .. then '<query>' as <query>` writes the folder, then
-    plans and runs the `then` query, and returns its rows: a footer listing
-    of the folder sees the files the write made (planned before the write,
-    it would see none), as the same query run on its own afterwards does."""
-    folder = {
-        "location": f"{tmp_path}/w",
+def _two_buckets_by_p(location: str) -> dict:
+    """A folder of (k int, p string), partitioned by p, 2 buckets by k."""
+    return {
+        "location": location,
         "format": "parquet",
         "columns": [["k", "int"], ["p", "string"]],
         "partition_by": ["p"],
         "clustered_by": ["k"],
         "buckets": 2,
     }
+
+
+def test_the_folder_write_runs_its_then_query_on_the_folder_it_wrote(spark, tmp_path):
+    """`write folder .. then '<query>' as <query>` writes the folder, then
+    plans and runs the `then` query, and returns its rows: a footer listing
+    of the folder sees the files the write made (planned before the write,
+    it would see none), as the same query run on its own afterwards does."""
+    folder = _two_buckets_by_p(f"{tmp_path}/w")
     listing = f"select file, rows from {contracts.TABLE_FILES_FUNCTION}({_folder_sql(folder)})"
     rows = "select * from values (1, 'a'), (2, 'a'), (3, 'b')"
     with extension_on(spark):
@@ -280,14 +285,7 @@ def test_the_folder_write_carries_the_records_of_the_partitions_it_wrote(spark, 
     spark.sql(f"drop table if exists {table}")
     spark.sql(f"create table {table} (k int, p string) using parquet partitioned by (p) location '{tmp_path}/t'")
     spark.sql(f"insert into {table} values (1, 'a b/c'), (2, 'x')")
-    folder = {
-        "location": f"{tmp_path}/w",
-        "format": "parquet",
-        "columns": [["k", "int"], ["p", "string"]],
-        "partition_by": ["p"],
-        "clustered_by": ["k"],
-        "buckets": 2,
-    }
+    folder = _two_buckets_by_p(f"{tmp_path}/w")
     # A partition's folder name from a file's URI, as the package's check derives it (macros/catalog/files.sql).
     paths = (
         "select __sb_path, sum(rows) as n from (select regexp_extract(url_decode(replace(file, '+', '%2B')), "

@@ -63,11 +63,12 @@
   {%- set checked = spark_bucketing.verify_write(written, run.spec, location, rels) -%}
   {%- set staged = {'source': spark_bucketing.folder_source(written.folder), 'relation': none, 'folder': written.folder,
                     'partitions': checked.stats | map(attribute='values') | list} -%}
-  {%- set in_place = spark_bucketing.appends_in_place(run, staged.partitions,
-      listed=spark_bucketing.checked_partition_records(run.existing, written.check) if records_checked else none) -%}
+  {%- set listed = spark_bucketing.checked_partition_records(run.existing, written.check) if records_checked else none -%}
+  {%- set in_place = spark_bucketing.appends_in_place(run, staged.partitions, listed=listed) -%}
   {%- set others = checked.stats | rejectattr('values', 'in', in_place.values() | list) | map(attribute='path') | list -%}
-  {#- By path, as the commit's guard compares them (added_paths): one SHOW PARTITIONS, where there are any. -#}
-  {%- if not others or not (others | select('in', spark_bucketing.catalog_paths(run.existing)) | list) -%}
+  {#- By path, as the commit's guard compares them (added_paths): those the check's rows found listed, else one
+      SHOW PARTITIONS, where there are any. -#}
+  {%- if not others or not (others | select('in', listed if listed is not none else spark_bucketing.catalog_paths(run.existing)) | list) -%}
     {%- set plan = spark_bucketing.strategy_plan(run, false, none, replaced_partitions=run.incr.partitions, added=in_place.keys() | list) -%}
     {%- do plan.update({'written': written, 'location': location, 'checked': checked}) -%}
     {{ return(plan) }}

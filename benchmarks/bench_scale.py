@@ -11,7 +11,7 @@ of three, sides alternated.
 
     .venv/bin/python benchmarks/bench_scale.py [--rows 3000000] [--sizes 10 100 1000] [--backfill 300]
         [--only incremental] [--per-day 400] [--daily-buckets 8] [--hashes spark hive] [--extension]
-        [--models 1] [--catalog derby|postgres] [--connection session|thrift] [--warmup 0] [--macro-cache]
+        [--models 1] [--catalog derby|postgres] [--connection session|thrift] [--warmup 0] [--no-macro-cache]
 
 `--warmup N`: before the timed one-day `insert_overwrite` runs, each side
 runs it N times untimed, in turn (on a Thrift Server: a long-lived Spark
@@ -19,9 +19,11 @@ that has run these statements before, its JIT compiled; with `method:
 session` every run starts a JVM of its own, so it changes nothing there).
 An `append` is not warmed up: each run adds a day's rows again.
 
-`--macro-cache`: every dbt process, both sides', keeps the macros it
-compiles in one directory and loads those earlier runs compiled
-(spark_bucketing.macro_cache, docs/configs.md); its first runs fill it.
+Every dbt process, both sides', keeps the macros it compiles in one
+directory of the benchmark's and loads those earlier runs compiled (the
+macro cache, on by default where the package is installed:
+spark_bucketing.macro_cache, docs/configs.md); its first runs fill it.
+`--no-macro-cache`: none does, each compiles every macro it calls.
 
 Prints the figures docs/benchmarks.md reports.
 """
@@ -387,15 +389,14 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=0, help="untimed one-day insert_overwrite runs per side first")
     parser.add_argument("--base", type=Path, default=None, help="folder for the projects (default: a temporary one)")
     parser.add_argument(
-        "--macro-cache",
+        "--no-macro-cache",
         action="store_true",
-        help="every side's dbt runs keep compiled macros in one directory (SPARK_BUCKETING_MACRO_CACHE)",
+        help="every side's dbt runs compile each macro anew (SPARK_BUCKETING_MACRO_CACHE=off)",
     )
     args = parser.parse_args()
     base = args.base or Path(tempfile.mkdtemp(prefix="sb-bench-scale-"))
-    if args.macro_cache:
-        # The environment of every dbt process this starts, stock's too (its macros are cached as well).
-        os.environ[macro_cache.ENV] = str(base / "macro-cache")
+    # The environment of every dbt process this starts, stock's too (its macros are cached as well).
+    os.environ[macro_cache.ENV] = macro_cache.OFF if args.no_macro_cache else str(base / "macro-cache")
     if args.only in (None, "full"):
         full_build(base, args.rows, args.tasks, args.days, args.buckets)
     if args.only in (None, "incremental"):

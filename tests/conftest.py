@@ -14,6 +14,7 @@ import pytest
 from harness.dbt_project import RELEASE_LOCKS_HOOK, DbtProject
 from harness.metastore_service import MetastoreService
 from harness.spark import make_session
+from spark_bucketing import macro_cache
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,8 +56,23 @@ def dbt_project(spark, tmp_path_factory, request):
     spark.sql(f"drop database if exists {schema} cascade")
 
 
+_MACRO_CACHE_MADE: list[Path] = []
+
+
 def pytest_configure(config):
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    # dbt's runs, in this process and in the dbt processes tests start, keep their compiled macros as a user's
+    # do (the cache is on by default), in a directory of this test run's: not the user's own cache directory.
+    # Set before xdist starts its workers, which inherit it.
+    if macro_cache.ENV not in os.environ:
+        made = Path(tempfile.mkdtemp(prefix="sb-tests-macro-cache-"))
+        _MACRO_CACHE_MADE.append(made)
+        os.environ[macro_cache.ENV] = str(made)
+
+
+def pytest_unconfigure(config):
+    for made in _MACRO_CACHE_MADE:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 # Seconds per test file, from a fresh clone's `scripts/test --junitxml`

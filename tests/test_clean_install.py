@@ -4,7 +4,8 @@ as the README says. In a scratch dbt project whose profile points at its own
 metastore, run from another folder: `dbt run`, `spark-bucketing check
 --catalog live --verify` (no --state-dir: the dbt target), `partitions`,
 rule SB01 under the dbt templater, and the macro cache that the package's
-dbt plugin installs where SPARK_BUCKETING_MACRO_CACHE names a directory."""
+dbt plugin installs: in the user's cache directory, in the one
+SPARK_BUCKETING_MACRO_CACHE names, or none where it says off."""
 
 from __future__ import annotations
 
@@ -113,8 +114,14 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     bin_ = venv / "bin"
     elsewhere = tmp_path  # not the project: nothing may fall back to ./.demo
     project = ["--project-dir", str(scratch), "--profiles-dir", str(scratch)]
-    _run([str(bin_ / "dbt"), "deps", *project], cwd=scratch)
-    _run([str(bin_ / "dbt"), "run", *project], cwd=scratch)
+    # The user's cache directory, where the package's dbt plugin keeps compiled macros unless told otherwise.
+    user_cache = tmp_path / "user-cache"
+
+    def run(cmd: list[str], cwd: Path, ok_codes=(0,), env: dict | None = None) -> subprocess.CompletedProcess:
+        return _run(cmd, cwd, ok_codes, {"XDG_CACHE_HOME": str(user_cache)} | (env or {}))
+
+    run([str(bin_ / "dbt"), "deps", *project], cwd=scratch)
+    run([str(bin_ / "dbt"), "run", *project], cwd=scratch)
 
     # Hive's bucketing v2 is written by the session extension, which this session has not loaded:
     # a clear error before anything is written.
@@ -122,7 +129,7 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     v2.write_text(
         "{{ config(materialized='bucketed_table', clustered_by=['k'], buckets=8, bucketing_version=2) }}\n" + TABLE
     )
-    failed = _run([str(bin_ / "dbt"), "run", *project, "--select", "hive_v2"], cwd=scratch, ok_codes=(1,)).stdout
+    failed = run([str(bin_ / "dbt"), "run", *project, "--select", "hive_v2"], cwd=scratch, ok_codes=(1,)).stdout
     v2.unlink()
     assert "config 'bucketing_version': 2 needs the spark-bucketing session extension" in failed, failed
     assert "spark.sql.extensions=sparkbucketing.BucketingExtensions" in failed
@@ -131,12 +138,12 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     # Incremental runs on the tables `dbt run` built, then the test of their rows: the day replaced, the
     # rows appended once.
     again = ["--select", "daily", "appended", "incremental_rows", "--vars", "{appended_rows: 800}"]
-    built = _run([str(bin_ / "dbt"), "build", *project, *again], cwd=scratch).stdout
+    built = run([str(bin_ / "dbt"), "build", *project, *again], cwd=scratch).stdout
     assert "PASS=3" in built and "ERROR=0" in built, built
 
-    assert "check" in _run([str(bin_ / "spark-bucketing"), "--help"], cwd=elsewhere).stdout
+    assert "check" in run([str(bin_ / "spark-bucketing"), "--help"], cwd=elsewhere).stdout
 
-    out = _run(
+    out = run(
         [str(bin_ / "spark-bucketing"), "check", *project, "--catalog", "live", "--verify"]
         + ["--format", "json", "--select", "good_join", "bad_join"],
         cwd=elsewhere,
@@ -149,10 +156,10 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     assert bad["sides"][0]["reasons"] == ["BUCKET_COUNT_MISMATCH"]
     assert not (elsewhere / ".demo").exists()
 
-    out = _run([str(bin_ / "spark-bucketing"), "partitions", "scratch.fact", *project], cwd=elsewhere)
+    out = run([str(bin_ / "spark-bucketing"), "partitions", "scratch.fact", *project], cwd=elsewhere)
     assert "catalog declares: 8 buckets on (k), spark hash" in out.stdout, out.stdout
 
-    lint = _run(
+    lint = run(
         [str(bin_ / "sqlfluff"), "lint", "--format", "json", "models/bad_join.sql", "models/good_join.sql"],
         cwd=scratch,
         ok_codes=(1,),
@@ -163,16 +170,27 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     assert violation["code"] == "SB01" and violation["start_line_no"] == 4  # the JOIN's line
     assert "BUCKET_COUNT_MISMATCH" in violation["description"]
 
-    # dbt finds the package's plugin in this install: with the variable, a run's compiled macros are
-    # kept, and the next run (the same models, the same macros called) loads every one of them.
-    cache = tmp_path / "macro-cache"
-    _run([str(bin_ / "dbt"), "run", *project, "--select", "fact"], cwd=scratch, env={ENV: str(cache)})
-    kept = {p.name: p.stat().st_mtime_ns for p in cache.iterdir()}
+    # dbt finds the package's plugin in this install: by default a run's compiled macros are kept in the
+    # user's cache directory, and the next run (the same models, the same macros called) loads every one.
+    default = user_cache / "spark-bucketing" / "macros"
+    run([str(bin_ / "dbt"), "run", *project, "--select", "fact"], cwd=scratch)
+    kept = {p.name: p.stat().st_mtime_ns for p in default.iterdir()}
     assert len(kept) > 50, sorted(kept)
-    _run([str(bin_ / "dbt"), "run", *project, "--select", "fact"], cwd=scratch, env={ENV: str(cache)})
-    assert {p.name: p.stat().st_mtime_ns for p in cache.iterdir()} == kept  # none compiled and written again
+    run([str(bin_ / "dbt"), "run", *project, "--select", "fact"], cwd=scratch)
+    assert {p.name: p.stat().st_mtime_ns for p in default.iterdir()} == kept  # none compiled and written again
+    # Another directory where the variable names one; none where it says off.
+    cache = tmp_path / "macro-cache"
+    run([str(bin_ / "dbt"), "run", *project, "--select", "fact"], cwd=scratch, env={ENV: str(cache)})
+    assert 50 < len({p.name for p in cache.iterdir()} & set(kept))
+    off = tmp_path / "off-user-cache"
+    run(
+        [str(bin_ / "dbt"), "run", *project, "--select", "fact"],
+        cwd=scratch,
+        env={ENV: "off", "XDG_CACHE_HOME": str(off)},
+    )
+    assert not off.exists()
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    refused = _run([str(bin_ / "dbt"), "ls", *project], cwd=scratch, ok_codes=(1, 2), env={ENV: str(shared)})
+    refused = run([str(bin_ / "dbt"), "ls", *project], cwd=scratch, ok_codes=(1, 2), env={ENV: str(shared)})
     assert f"{ENV}={shared}: others may write to that directory" in refused.stdout + refused.stderr

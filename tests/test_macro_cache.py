@@ -143,8 +143,48 @@ def test_installing_again_replaces_the_directory_and_does_not_stack(tmp_path, co
     assert not (tmp_path / "a").exists() and len(list((tmp_path / "b").iterdir())) == 1
 
 
-def test_without_the_variable_nothing_is_installed(monkeypatch, compiles):
+def test_off_installs_nothing(monkeypatch, compiles, tmp_path):
+    dbts = jinja.TemplateCache.get_node_template
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for value in ("off", "OFF", " off "):
+        monkeypatch.setenv(macro_cache.ENV, value)
+        assert macro_cache.install_from_environment() is None
+    assert jinja.TemplateCache.get_node_template is dbts
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_without_the_variable_the_users_cache_directory_holds_the_macros(monkeypatch, compiles, tmp_path, value):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if value is None:
+        monkeypatch.delenv(macro_cache.ENV, raising=False)
+    else:
+        monkeypatch.setenv(macro_cache.ENV, value)
+    expected = tmp_path / "xdg" / "spark-bucketing" / "macros"
+    assert macro_cache.install_from_environment() == expected
+    assert expected.stat().st_mode & 0o777 == 0o700
+    jinja.TemplateCache().get_node_template(node())
+    assert [p.name for p in expected.iterdir()] == [macro_cache.cache_key(MACRO)]
+    # Without XDG_CACHE_HOME: ~/.cache, as the XDG base directory rules say.
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert macro_cache.default_directory() == tmp_path / "home" / ".cache" / "spark-bucketing" / "macros"
+
+
+def test_a_default_directory_that_cannot_be_used_leaves_dbt_as_it_is(monkeypatch, compiles, tmp_path):
     dbts = jinja.TemplateCache.get_node_template
     monkeypatch.delenv(macro_cache.ENV, raising=False)
-    assert macro_cache.install_from_environment() is False
+    shared = tmp_path / "shared" / "spark-bucketing" / "macros"
+    shared.mkdir(parents=True)
+    os.chmod(shared, 0o777)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "shared"))
+    assert macro_cache.install_from_environment() is None
+    monkeypatch.setenv("XDG_CACHE_HOME", __file__)  # a file: the directory cannot be made
+    assert macro_cache.install_from_environment() is None
+    assert jinja.TemplateCache.get_node_template is dbts
+    assert list(shared.iterdir()) == []
+    # Named by the variable, the same directory is the user's request: refused with the fix.
+    monkeypatch.setenv(macro_cache.ENV, str(shared))
+    with pytest.raises(macro_cache.MacroCacheError, match="others may write to that directory"):
+        macro_cache.install_from_environment()
     assert jinja.TemplateCache.get_node_template is dbts

@@ -1,8 +1,8 @@
 """spark-bucketing's dbt plugin: dbt imports every installed module whose
 name starts with `dbt_` and sets up the plugins it lists, at the start of
 every command. Its one plugin keeps compiled macros on disk across dbt
-processes where SPARK_BUCKETING_MACRO_CACHE names a directory
-(spark_bucketing.macro_cache); without that variable it does nothing."""
+processes (spark_bucketing.macro_cache): in the user's cache directory, in the
+one SPARK_BUCKETING_MACRO_CACHE names, or nowhere where it says `off`."""
 
 from dbt.plugins.manager import dbtPlugin
 

@@ -1,15 +1,16 @@
-"""dbt's compiled macros kept on disk, across dbt processes (opt-in).
+"""dbt's compiled macros kept on disk, across dbt processes (on unless turned off).
 
 dbt compiles a macro's Jinja the first time a process calls it and keeps the
 result for that process only (dbt-common's `TemplateCache`). A `dbt run` of
 one bucketed model calls about 160 of this package's macros, 140 KB of
 Jinja, and compiling them is most of what such a run costs over stock
-dbt-spark's on a warm Spark (docs/benchmarks.md). With
-`SPARK_BUCKETING_MACRO_CACHE` set to a directory, the package's dbt plugin
+dbt-spark's on a warm Spark (docs/benchmarks.md). The package's dbt plugin
 (`dbt_spark_bucketing`, which dbt imports because of its name) makes dbt
-keep each compiled macro there and load it in later processes instead of
-compiling it again: every macro dbt compiles that way, the package's, dbt's
-and the adapter's.
+keep each compiled macro in a directory and load it in later processes
+instead of compiling it again: every macro dbt compiles that way, the
+package's, dbt's and the adapter's. The directory is the user's cache
+directory's `spark-bucketing/macros` unless `SPARK_BUCKETING_MACRO_CACHE`
+names another; `SPARK_BUCKETING_MACRO_CACHE=off` turns the cache off.
 
 A file is what Jinja's own bytecode cache writes for a template (its magic
 names Jinja's bytecode format and Python's version; a checksum follows),
@@ -18,7 +19,7 @@ dbt-common that compiled it, which is also its checksum. An edited macro or an u
 compiles afresh; a file that does not load (truncated, another format) is
 compiled again and replaced. Loading a file runs the code it holds, so the
 directory must be writable by its owner alone: a directory that others can
-write to is refused.
+write to is refused (named by the variable: an error; the default: no cache).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dbt_common.clients import jinja
 from jinja2.bccache import Bucket
 
 ENV = "SPARK_BUCKETING_MACRO_CACHE"
+OFF = "off"
 
 
 class MacroCacheError(Exception):
@@ -129,10 +131,32 @@ def install(directory: Path) -> None:
     cache.get_node_template = get_node_template
 
 
-def install_from_environment() -> bool:
-    """Installs the cache where ENV names a directory; whether it did."""
-    value = os.environ.get(ENV, "")
-    if not value:
-        return False
-    install(checked_directory(value))
-    return True
+def default_directory() -> Path | None:
+    """The cache's directory where the variable is not set: `spark-bucketing/macros` in the user's
+    cache directory (XDG_CACHE_HOME, else ~/.cache); None where there is no home directory."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    try:
+        return (Path(base) if base else Path.home() / ".cache") / "spark-bucketing" / "macros"
+    except RuntimeError:
+        return None
+
+
+def install_from_environment() -> Path | None:
+    """Installs the cache in the directory ENV names, else in the default one, unless ENV is `off`;
+    the directory it installed, if any. A directory ENV names that cannot be used fails
+    (MacroCacheError, the user asked for it); a default one that cannot be used leaves dbt as it is."""
+    value = os.environ.get(ENV, "").strip()
+    if value.lower() == OFF:
+        return None
+    if value:
+        directory = checked_directory(value)
+    else:
+        default = default_directory()
+        try:
+            directory = checked_directory(str(default)) if default else None
+        except MacroCacheError:
+            directory = None
+        if directory is None:
+            return None
+    install(directory)
+    return directory

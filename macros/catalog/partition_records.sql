@@ -71,13 +71,8 @@
   {%- if not partitions -%}{{ return({}) }}{%- endif -%}
   {%- set result = run_query('select path, record, location from ' ~ spark_bucketing.records_function() ~ '('
       ~ spark_bucketing.sql_string(relation | string) ~ ', ' ~ spark_bucketing.sql_string(tojson(partitions)) ~ ')') -%}
-  {%- set paths = result.columns[0].values() | list -%}
-  {%- set records = spark_bucketing.parsed_records(relation, paths, result.columns[1].values() | list) -%}
-  {%- set out = {} -%}
-  {%- for path, location in zip(paths, result.columns[2].values()) -%}
-    {%- do out.update({path: {'record': records[path], 'location': location}}) -%}
-  {%- endfor -%}
-  {{ return(out) }}
+  {{ return(spark_bucketing.located_records(relation, result.columns[0].values() | list,
+      result.columns[1].values() | list, result.columns[2].values() | list)) }}
 {% endmacro %}
 
 {% macro checked_partition_records(relation, rows) %}
@@ -88,10 +83,18 @@
   {%- for row in rows if row['__sb_location'] is not none -%}
     {%- do listed.update({row['__sb_path']: (row['__sb_record'], row['__sb_location'])}) -%}
   {%- endfor -%}
-  {%- set paths = listed.keys() | list -%}
-  {%- set records = spark_bucketing.parsed_records(relation, paths, listed.values() | map(attribute='0') | list) -%}
+  {{ return(spark_bucketing.located_records(relation, listed.keys() | list,
+      listed.values() | map(attribute='0') | list, listed.values() | map(attribute='1') | list)) }}
+{% endmacro %}
+
+{% macro located_records(relation, paths, values, locations) %}
+  {#- {path: {'record': record or none, 'location': the partition's folder}}
+      of the same partitions' paths, records' values and folders. -#}
+  {%- set records = spark_bucketing.parsed_records(relation, paths, values) -%}
   {%- set out = {} -%}
-  {%- for path, (_, location) in listed.items() -%}{%- do out.update({path: {'record': records[path], 'location': location}}) -%}{%- endfor -%}
+  {%- for path, location in zip(paths, locations) -%}
+    {%- do out.update({path: {'record': records[path], 'location': location}}) -%}
+  {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}
 

@@ -7,6 +7,7 @@ in a real install is in tests/test_clean_install.py."""
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -117,6 +118,20 @@ def test_threads_compiling_one_macro_at_once_leave_one_whole_file(tmp_path, comp
     compiles.clear()
     assert greet(macro_cache.compiled_template(tmp_path, node()), ["b"]) == "hello B"
     assert compiles == []
+
+
+def test_a_killed_writers_part_file_goes_and_a_writing_ones_stays(monkeypatch, tmp_path):
+    monkeypatch.setattr(jinja.TemplateCache, "get_node_template", jinja.TemplateCache.get_node_template)
+    macro_cache.compiled_template(tmp_path, node())
+    (kept,) = tmp_path.iterdir()
+    killed, writing = tmp_path / f"{kept.name}.a1.part", tmp_path / f"{kept.name}.b2.part"
+    killed.write_bytes(b"half")
+    writing.write_bytes(b"half")
+    old = time.time() - macro_cache.STALE_PART_SECONDS - 60
+    os.utime(killed, (old, old))
+    monkeypatch.setenv(macro_cache.ENV, str(tmp_path))
+    assert macro_cache.install_from_environment() == tmp_path
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kept.name, writing.name])
 
 
 def test_a_directory_others_may_write_to_is_refused(tmp_path):

@@ -29,6 +29,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,23 @@ def _write(path: Path, data: bytes) -> None:
             part.unlink(missing_ok=True)
 
 
+# A part file this old belongs to no writer: writing one takes milliseconds.
+STALE_PART_SECONDS = 3600
+
+
+def remove_stale_parts(directory: Path) -> None:
+    """Deletes the part files of writers that were killed mid-write (a part file is renamed or
+    deleted by its writer otherwise)."""
+    cutoff = time.time() - STALE_PART_SECONDS
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".part") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    Path(entry.path).unlink(missing_ok=True)
+    except OSError:  # another process removed it first, or the directory went: the cache works without this
+        pass
+
+
 def install(directory: Path) -> None:
     """dbt-common's TemplateCache, from here on in this process, compiles
     through `directory`. Once per process: later calls change the directory."""
@@ -158,5 +176,6 @@ def install_from_environment() -> Path | None:
             directory = None
         if directory is None:
             return None
+    remove_stale_parts(directory)
     install(directory)
     return directory

@@ -65,12 +65,11 @@
     {%- set fresh = spark_bucketing.read_metadata(rels.target, records=false) -%}
   {%- endif -%}
   {%- if fresh.commit == meta.commit and checked.scope is not none -%}
-    {{ return({'info': info, 'meta': meta, 'scope': checked.scope, 'replaced': checked.replaced, 'commit': meta.commit + 1, 'conflict': none}) }}
+    {{ return(spark_bucketing.unchanged_state(info, meta, checked.scope, checked.replaced)) }}
   {%- elif fresh.commit == meta.commit -%}
     {#- A bucketed folder's scope is read here, under the lock (verify_partitions). -#}
     {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, catalog) -%}
-    {{ return({'info': info, 'meta': meta, 'scope': scope, 'replaced': spark_bucketing.replaced_folders(scope, spec),
-               'commit': meta.commit + 1, 'conflict': none}) }}
+    {{ return(spark_bucketing.unchanged_state(info, meta, scope, spark_bucketing.replaced_folders(scope, spec))) }}
   {%- endif -%}
   {%- set now_info = spark_bucketing.table_info(rels.target) -%}
   {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, catalog) -%}
@@ -78,6 +77,11 @@
   {%- do log("spark_bucketing: " ~ rels.target ~ ": " ~ (fresh.commit - meta.commit) ~ " commit(s) of other runs since this run read the table; its switch is planned on the table as they left it", info=true) -%}
   {{ return({'info': now_info, 'meta': fresh, 'scope': scope, 'replaced': {} if conflict else spark_bucketing.replaced_folders(scope, spec),
              'commit': fresh.commit + 1, 'conflict': conflict}) }}
+{% endmacro %}
+
+{% macro unchanged_state(info, meta, scope, replaced) %}
+  {#- commit_state's answer where no run committed since this run read the table: what it planned from. -#}
+  {{ return({'info': info, 'meta': meta, 'scope': scope, 'replaced': replaced, 'commit': meta.commit + 1, 'conflict': none}) }}
 {% endmacro %}
 
 {% macro conflict(rels, info, now_info, meta, fresh, plan, scope) %}

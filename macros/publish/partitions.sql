@@ -350,7 +350,8 @@
   {%- if spark_bucketing.declares_other_spec(declared, spec) -%}{{ return(none) }}{%- endif -%}
   {%- set recorded = meta.partitions.keys() | list -%}
   {%- set scope = spark_bucketing.replacement_scope(rels, spec, plan.replaced_partitions, extension, checked.listed, recorded) -%}
-  {%- set state = {'info': info, 'meta': meta, 'scope': scope, 'replaced': {}, 'commit': meta.commit + 1, 'conflict': none, 'declared': declared} -%}
+  {%- set state = spark_bucketing.unchanged_state(info, meta, scope, {}) -%}
+  {%- do state.update({'declared': declared}) -%}
   {%- set added = spark_bucketing.added_paths(spec, checked.stats, plan, state) -%}
   {%- if scope.other is not none or added.conflict -%}{{ return(none) }}{%- endif -%}
   {%- do state.update({'added': added.paths}) -%}

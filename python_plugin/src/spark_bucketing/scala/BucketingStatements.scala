@@ -33,8 +33,7 @@ object CommitLock {
     val catalog = session.sessionState.catalog
     val database = table.database.getOrElse(catalog.getCurrentDatabase)
     // The catalog's call, not the statement: no query planned, no second lookup of the name (30 ms of 80 here).
-    // The external catalog's: it refuses an existing name itself, without SessionCatalog's read of the database.
-    session.sharedState.externalCatalog.createTable(view(database, name), ignoreIfExists = false)
+    catalog.createTable(view(database, name), ignoreIfExists = false)
     // As SHOW TABLES .. LIKE lists them (ShowTablesCommand calls the same), without a statement planned.
     catalog.listTables(database, table.table.toLowerCase(java.util.Locale.ROOT) + "__dbt_*").map(_.table)
   }
@@ -68,23 +67,6 @@ object CommitLock {
         }
         throw e
     }
-}
-
-/** Metastore calls on a table the statement has just read, without SessionCatalog's checks that its database and
- *  table exist (a metastore read each, 5-10 ms on a Hive metastore service, four of them a switch). */
-object TableCalls {
-  /** The table's entry replaced, as SessionCatalog.alterTable replaces it (the session's cached relation dropped). */
-  def alter(session: SparkSession, table: CatalogTable): Unit = {
-    session.sharedState.externalCatalog.alterTable(table)
-    session.sessionState.catalog.invalidateCachedTable(table.identifier)
-  }
-
-  /** After the table's files or partitions changed: the session's cached relation dropped, with the file listing it
-   *  holds (the next read lists afresh), as REFRESH TABLE drops it, without REFRESH TABLE's lookup of the table; a
-   *  cached query over it (CACHE TABLE) is recached by REFRESH TABLE itself. */
-  def refreshed(session: SparkSession, table: TableIdentifier): Unit =
-    if (session.sharedState.cacheManager.isEmpty) session.sessionState.catalog.invalidateCachedTable(table)
-    else session.catalog.refreshTable(table.quotedString)
 }
 
 /** One partition's move: its spec, its new folder (None keeps the one it
@@ -180,7 +162,7 @@ case class SwitchPartitionLocations(
     val conf = session.sessionState.newHadoopConf()
     // A folder the end would refuse to delete refuses the whole statement, before anything moves.
     end.foreach(_.clean.inside(meta, conf))
-    val (previous, switched) = switch(session, meta)
+    val previous = switch(session, meta)
     val left = moves.zip(previous).collect { case (m, row) if !m.create && !m.drop && m.addFiles.isEmpty => Option(row.getString(0)) }
     val ended = end.filter(e => left.size == e.expectLeft.size && left.zip(e.expectLeft).forall {
       case (Some(l), expected) => Folders.qualified(conf, l) == Folders.qualified(conf, expected)
@@ -189,13 +171,13 @@ case class SwitchPartitionLocations(
     ended.foreach { e =>
       if (e.failBeforeEnd) throw new IllegalStateException("spark_bucketing: injected failure at step 'before_cleanup'")
     }
-    val deleted = ended.toSeq.flatMap(_.clean.runOn(session, switched))
+    val deleted = ended.toSeq.flatMap(_.clean.run(session))
     previous.map(r => Row(r.get(0), r.get(1), ended.isDefined, null, null)) ++
       deleted.map(r => Row(null, null, true, r.getString(0), null))
   }
 
-  /** The moves, on the table's entry `meta` as the statement read it; with the table's entry they leave. */
-  private def switch(session: SparkSession, meta: CatalogTable): (Seq[Row], CatalogTable) = {
+  /** The moves, on the table's entry `meta` as the statement read it. */
+  private def switch(session: SparkSession, meta: CatalogTable): Seq[Row] = {
     val catalog = session.sessionState.catalog
     val resolver = session.sessionState.conf.resolver
     // The catalog's spelling of each column (a Hive table's are lower case).
@@ -235,8 +217,7 @@ case class SwitchPartitionLocations(
       AddedFiles.check(conf, old.spec, old.storage.locationUri.map(CatalogUtils.URIToString), move.expectLocation)
     }
     val before = meta.copy(properties = meta.properties ++ tableProperties ++ commitProperties)
-    val after = before.copy(properties = before.properties ++ tablePropertiesAfter -- unsetAfter)
-    if (tableProperties.nonEmpty || commitProperties.nonEmpty) TableCalls.alter(session, before)
+    if (tableProperties.nonEmpty || commitProperties.nonEmpty) catalog.alterTable(before)
     adds.foreach { case (old, (move, _)) =>
       AddedFiles.move(conf, move.addFiles.get, old.storage.locationUri.map(CatalogUtils.URIToString))
     }
@@ -249,17 +230,20 @@ case class SwitchPartitionLocations(
       // The tests' fault injection (the run's step 'inside_switch'): the partitions moved, their records not yet written.
       if (failAfterMoves) throw new IllegalStateException("spark_bucketing: injected failure at step 'inside_switch'")
       // Partition changes leave the table's entry as it was: no second read of it.
-      if (tablePropertiesAfter.nonEmpty || unsetAfter.nonEmpty) TableCalls.alter(session, after)
+      if (tablePropertiesAfter.nonEmpty || unsetAfter.nonEmpty) {
+        catalog.alterTable(before.copy(properties = before.properties ++ tablePropertiesAfter -- unsetAfter))
+      }
     } finally {
       // Added files change a folder's listing, which Spark caches too.
-      if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty || adds.nonEmpty) TableCalls.refreshed(session, meta.identifier)
+      if (updated.nonEmpty || added.nonEmpty || toDrop.nonEmpty || adds.nonEmpty) {
+        session.catalog.refreshTable(meta.identifier.quotedString)
+      }
     }
     val previous = (existing.map(_._2).zip(found.map(Option(_))) ++ dropped.map(_._2).zip(droppedFound)).toMap
-    val rows = specs.map(spec => previous.get(spec).flatten match {
+    specs.map(spec => previous.get(spec).flatten match {
       case Some(old) => Row(old.storage.locationUri.map(CatalogUtils.URIToString).orNull, RecordParameters.read(old.parameters).orNull)
       case None => Row(null, null)
     })
-    (rows, after)
   }
 }
 
@@ -390,15 +374,12 @@ case class CleanRunFolders(
   override val output: Seq[Attribute] = Seq(AttributeReference("deleted", StringType)())
 
   override def run(session: SparkSession): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
-    runOn(session, session.sessionState.catalog.getTableMetadata(table))
-  }
-
-  /** The end on the table's entry `meta` as its statement read it (a switch that ends the commit: as it left it). */
-  def runOn(session: SparkSession, meta: CatalogTable): Seq[Row] = CommitLock.releasedOnFailure(session, lockEntry) {
+    val catalog = session.sessionState.catalog
+    val meta = catalog.getTableMetadata(table)
     val conf = session.sessionState.newHadoopConf()
     val own = inside(meta, conf)
     if (tableProperties.nonEmpty || unsetProperties.nonEmpty) {
-      TableCalls.alter(session, meta.copy(properties = meta.properties ++ tableProperties -- unsetProperties))
+      catalog.alterTable(meta.copy(properties = meta.properties ++ tableProperties -- unsetProperties))
     }
     val dead = clean(session, meta, conf)
     own.foreach(p => p.getFileSystem(conf).delete(p, true))

@@ -322,6 +322,29 @@ def test_an_append_that_adds_files_writes_its_rows_once(spark, dbt_project):
         _layout_ok(dbt_project, name)
 
 
+def test_a_table_cached_in_the_session_shows_the_added_files(spark, dbt_project):
+    """The switch that adds files drops the session's cached relation of the table (its file listing) without
+    REFRESH TABLE's lookup, but a table cached with CACHE TABLE is recached as REFRESH TABLE recaches it: a read
+    of the cached table after the append shows the appended rows."""
+    name = "adds_cached"
+    table = f"{dbt_project.schema}.{name}"
+    with extension_on(spark):
+        _write(dbt_project, name, "spark", "a", 0, 40)
+        dbt_project.run(name)
+        spark.sql(f"cache table {table}")
+        try:
+            assert spark.sql(f"select count(*) from {table}").first()[0] == 40
+            _write(dbt_project, name, "spark", "b", 40, 80)
+            dbt_project.run(name)
+            assert _record(spark, table)["appended"] == 1
+            assert spark.catalog.isCached(table)
+            assert _rows(spark, table) == sorted(
+                [(k, f"a-{k}", "2024-01-01") for k in range(40)] + [(k, f"b-{k}", "2024-01-01") for k in range(40, 80)]
+            )
+        finally:
+            spark.sql(f"uncache table if exists {table}")
+
+
 def test_an_append_past_the_limit_in_one_partition_rewrites_only_that_one(spark, dbt_project):
     """Day 1 is at its limit, day 2 has room: the model's rows, written once
     as buckets, are the staged rows of a second write that rewrites day 1

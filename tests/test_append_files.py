@@ -323,9 +323,9 @@ def test_an_append_that_adds_files_writes_its_rows_once(spark, dbt_project):
 
 
 def test_a_table_cached_in_the_session_shows_the_added_files(spark, dbt_project):
-    """The switch that adds files drops the session's cached relation of the table (its file listing) without
-    REFRESH TABLE's lookup, but a table cached with CACHE TABLE is recached as REFRESH TABLE recaches it: a read
-    of the cached table after the append shows the appended rows."""
+    """A table cached with CACHE TABLE is recached by the switch that adds files to it (its REFRESH TABLE): a read
+    of the cached table after the append shows the appended rows. A switch that dropped the session's cached
+    relation before that refresh left the cached rows stale."""
     name = "adds_cached"
     table = f"{dbt_project.schema}.{name}"
     with extension_on(spark):

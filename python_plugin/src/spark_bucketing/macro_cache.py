@@ -170,11 +170,11 @@ def install_from_environment() -> Path | None:
         directory = checked_directory(value)
     else:
         default = default_directory()
+        if default is None:
+            return None
         try:
-            directory = checked_directory(str(default)) if default else None
+            directory = checked_directory(str(default))
         except MacroCacheError:
-            directory = None
-        if directory is None:
             return None
     remove_stale_parts(directory)
     install(directory)

@@ -24,6 +24,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectQueryPostPlannerStrategyRule(session => OneTaskRoutes(session))
     extensions.injectParser((session, delegate) => new BucketingParser(session, delegate))
     extensions.injectPostHocResolutionRule(session => PlanFolderWrites(session))
+    extensions.injectPostHocResolutionRule(session => ListTablesDespiteDrops(session))
     extensions.injectTableFunction(TableFiles.description)
     extensions.injectTableFunction(FolderRelation.description)
     extensions.injectTableFunction(TablePartitionRecords.description)

@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.catalog.{CatalogStorageFormat, CatalogTable
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
-import org.apache.spark.sql.execution.command.LeafRunnableCommand
+import org.apache.spark.sql.execution.command.{DescribeQueryCommand, LeafRunnableCommand}
 import org.apache.spark.sql.hive.HiveCatalogPartitions
 import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, StringType, StructType}
 import org.apache.spark.sparkbucketing.SparkFileNames
@@ -495,8 +495,9 @@ case class DescribeWithProperties(table: TableIdentifier, query: Option[String] 
       .map(r => Row(r.getString(0), r.getString(1), r.getString(2)))
     val properties = PropertyRows(session, session.sessionState.catalog.getTableMetadata(table), Contracts.PropertyRow)
     val setting = Row(Contracts.SettingRow, Contracts.ExtensionSwitch, session.conf.getOption(Contracts.ExtensionSwitch).orNull)
-    val columns = query.toSeq.flatMap(q =>
-      session.sql(s"describe query $q").collect().map(r => Row(Contracts.QueryColumnRow, r.getString(0), r.getString(1))))
+    // DESCRIBE QUERY's command run on the query as parsed, without a statement of its own planned (15-20 ms).
+    val columns = query.toSeq.flatMap(q => DescribeQueryCommand(q, session.sessionState.sqlParser.parseQuery(q)).run(session)
+      .map(r => Row(Contracts.QueryColumnRow, r.getString(0), r.getString(1))))
     (described ++ properties ++ Seq(setting) ++ columns).toSeq
   }
 }

@@ -53,10 +53,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
-from bench_concurrent import ROUTING  # noqa: E402
 from bench_scale import Counted, project_on_thrift_server  # noqa: E402
 
 from harness.dbt_process import DbtProcessProject  # noqa: E402
+from harness.dbt_project import ROUTING  # noqa: E402
 from spark_bucketing import extension, macro_cache  # noqa: E402
 from spark_bucketing.files import data_files  # noqa: E402
 

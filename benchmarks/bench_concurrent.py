@@ -34,6 +34,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from harness.dbt_process import DBT, DbtProcessProject  # noqa: E402
+from harness.dbt_project import ROUTING  # noqa: E402
 from harness.metastore_service import MetastoreService  # noqa: E402
 from spark_bucketing import extension  # noqa: E402
 
@@ -45,11 +46,6 @@ cross join (select explode(sequence({{{{ var('first', 0) }}}}, {{{{ var('last', 
 """
 
 
-ROUTING = """
-{% materialization incremental, adapter='spark' %}
-  {{ return(spark_bucketing.incremental_materialization()) }}
-{% endmaterialization %}
-"""
 SOURCE = """
 {{{{ config(materialized='table', file_format='parquet', event_time='day') }}}}
 select cast(pmod(hash(id), 5000) as int) as k, concat('v', id) as payload, date_add(date'2024-01-01', d) as day

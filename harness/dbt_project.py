@@ -21,6 +21,14 @@ FAIL_AT = "SPARK_BUCKETING_FAIL_AT"
 #: The end-of-run hook a project adds (docs/incremental.md, "Concurrent runs").
 RELEASE_LOCKS_HOOK = "{{ spark_bucketing.release_failed_runs_locks(results) }}"
 
+#: The project file that routes dbt-spark's `incremental` to the package, so that dbt's microbatch batches
+#: run on bucketed tables (docs/incremental.md, "Microbatch"): dbt makes batches only for that materialization.
+ROUTING = """
+{% materialization incremental, adapter='spark' %}
+  {{ return(spark_bucketing.incremental_materialization()) }}
+{% endmaterialization %}
+"""
+
 
 @dataclass
 class DbtProject:

@@ -10,7 +10,8 @@ and a failure injected into one run at a random step in some rounds. After
 every round each day holds the rows of the runs that landed, applied whole in
 some order (never a mixture, never empty) and no lock entry is left; after
 each table's round `bucket_layout` and `bucket_metadata` pass; a run that lost a conflict
-says so and that rerunning is safe. Seed printed (SB_SEED=)."""
+says so and that rerunning is safe. Seed printed (SB_SEED=). And a parallel microbatch
+backfill: `dbt run` processes over disjoint event-time windows of one table all land."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import pytest
 import yaml
 
 from harness.dbt_process import DBT, REPO_ROOT
-from harness.dbt_project import RELEASE_LOCKS_HOOK
+from harness.dbt_project import RELEASE_LOCKS_HOOK, ROUTING
 from harness.spark import TEST_JVM_FLAGS
 from spark_bucketing import extension
 
@@ -264,6 +265,72 @@ def test_concurrent_runs_land_whole_and_lose_nothing(spark, metastore, writers):
             assert "ERROR=0" in out and out.count(" PASS spark_bucketing_bucket_") == 4, out[-4000:]
     # 9 runs: the 3 of round 0 land; of the 6 in rounds 1-2, 2 have a failure injected and a few may conflict.
     assert landed_total >= 5
+
+
+# A microbatch model's source: 40 rows a day from 2024-01-01 00:00 UTC, for 4 days, `tag` naming its version.
+MB_DAY_ROWS, MB_DAYS = 40, 4
+MB_SOURCE = """
+{{{{ config(materialized='table', file_format='parquet', event_time='ts') }}}}
+select cast(id % 30 as bigint) as k, '{tag}' as tag, id as n, timestamp_seconds(1704067200 + id * 2160) as ts
+from range(0, {rows})
+"""
+MB_MODEL = """
+{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='ts', batch_size='day',
+    begin='2024-01-01', clustered_by=['k'], buckets=4, bucket_hash='spark', partition_by=['day'],
+    commit_lock_wait=600) }}
+select k, tag, n, ts, cast(ts as date) as day from {{ ref('conc_mb_src') }}
+"""
+
+
+def test_a_parallel_microbatch_backfill_lands_every_batch(spark, metastore, writers):
+    """Two `dbt run` processes at once, each a backfill window of two days of one microbatch table (dbt runs a
+    window's batches one after another), one with the session extension: every batch lands, each day holds
+    exactly the source's rows of that day as the backfill read them, one file per bucket and the records kept."""
+    root = writers.root
+    (root / "macros").mkdir(exist_ok=True)
+    (root / "macros" / "incremental.sql").write_text(ROUTING)
+    (root / "models" / "conc_mb.sql").write_text(MB_MODEL)
+    (root / "models" / "conc_mb.yml").write_text(
+        yaml.safe_dump(
+            {
+                "version": 2,
+                "models": [
+                    {
+                        "name": "conc_mb",
+                        "data_tests": ["spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata"],
+                    }
+                ],
+            }
+        )
+    )
+
+    def source(tag: str) -> None:
+        (root / "models" / "conc_mb_src.sql").write_text(MB_SOURCE.format(tag=tag, rows=MB_DAY_ROWS * MB_DAYS))
+        writers.check("run", "--select", "conc_mb_src")
+
+    def window(start: str, end: str) -> list[str]:
+        return ["--event-time-start", start, "--event-time-end", end]
+
+    source("v1")
+    writers.check("run", "--select", "conc_mb", *window("2024-01-01", "2024-01-05"), target="ext")
+    # The backfill reads the source's second version: a day left as the first run wrote it shows v1.
+    source("v2")
+    procs = [
+        writers.start("run", "--select", "conc_mb", *window(start, end), target=target)
+        for (start, end), target in ((("2024-01-01", "2024-01-03"), "ext"), (("2024-01-03", "2024-01-05"), "plain"))
+    ]
+    for proc in procs:
+        out = proc.communicate()[0]
+        assert proc.returncode == 0 and "ERROR=0" in out and out.count(" OK created batch ") == 2, out[-6000:]
+    expected = {
+        f"2024-01-0{d + 1}": sorted((n % 30, "v2", n) for n in range(d * MB_DAY_ROWS, (d + 1) * MB_DAY_ROWS))
+        for d in range(MB_DAYS)
+    }
+    assert _day_rows(spark, metastore, "conc_mb") == expected
+    out = writers.check("test", "--select", "conc_mb", target="ext")
+    assert "ERROR=0" in out and out.count(" PASS spark_bucketing_bucket_") == 2, out[-4000:]
+    names = metastore.query('select "TBL_NAME" from "TBLS"').split()
+    assert not [n for n in names if "__dbt_lock_" in n], names
 
 
 def _day_rows(spark, metastore, model: str) -> dict[str, list[tuple[int, str, int]]]:

@@ -14,14 +14,9 @@ import json
 
 import pytest
 
-from harness.dbt_project import failure_text, node_messages
+from harness.dbt_project import ROUTING, failure_text, node_messages
 from harness.spark import extension_on
 
-ROUTING = """
-{% materialization incremental, adapter='spark' %}
-  {{ return(spark_bucketing.incremental_materialization()) }}
-{% endmaterialization %}
-"""
 # 20 rows an hour from 2026-01-01 00:00 UTC, for 5 days; `v` names the source's version.
 SOURCE = """
 {{{{ config(materialized='table', file_format='parquet', event_time='ts') }}}}

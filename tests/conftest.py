@@ -87,7 +87,7 @@ def pytest_unconfigure(config):
 FILE_WEIGHTS = {
     "test_extension.py": 781,
     "test_partition_values.py": 418,
-    "test_concurrent_runs.py": 480,
+    "test_concurrent_runs.py": 600,
     "test_randomized_evolution.py": 397,
     "test_hive_bucketing_v2.py": 322,
     "test_merge_randomized.py": 291,

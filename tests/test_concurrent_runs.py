@@ -65,6 +65,12 @@ def apply(rows: list[tuple[int, str, int]], run: dict) -> list[tuple[int, str, i
     return [r for r in rows if r[0] not in keys] + new
 
 
+def layout_tests(*models: str) -> str:
+    """A schema file that attaches `bucket_layout` and `bucket_metadata` to `models`."""
+    tests = ["spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata"]
+    return yaml.safe_dump({"version": 2, "models": [{"name": m, "data_tests": tests} for m in models]})
+
+
 class Writers:
     """A dbt project on the metastore service whose runs are processes of their own."""
 
@@ -107,17 +113,7 @@ class Writers:
             ("conc_hive", "hive", "partition_parameters"),
         ):
             (root / "models" / f"{name}.sql").write_text(MODEL.format(hash=hash_, records=records, version=1))
-        (root / "models" / "schema.yml").write_text(
-            yaml.safe_dump(
-                {
-                    "version": 2,
-                    "models": [
-                        {"name": m, "data_tests": ["spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata"]}
-                        for m in ("conc_spark", "conc_hive")
-                    ],
-                }
-            )
-        )
+        (root / "models" / "schema.yml").write_text(layout_tests("conc_spark", "conc_hive"))
         self.count = 0
         self.check("deps")
 
@@ -290,19 +286,7 @@ def test_a_parallel_microbatch_backfill_lands_every_batch(spark, metastore, writ
     (root / "macros").mkdir(exist_ok=True)
     (root / "macros" / "incremental.sql").write_text(ROUTING)
     (root / "models" / "conc_mb.sql").write_text(MB_MODEL)
-    (root / "models" / "conc_mb.yml").write_text(
-        yaml.safe_dump(
-            {
-                "version": 2,
-                "models": [
-                    {
-                        "name": "conc_mb",
-                        "data_tests": ["spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata"],
-                    }
-                ],
-            }
-        )
-    )
+    (root / "models" / "conc_mb.yml").write_text(layout_tests("conc_mb"))
 
     def source(tag: str) -> None:
         (root / "models" / "conc_mb_src.sql").write_text(MB_SOURCE.format(tag=tag, rows=MB_DAY_ROWS * MB_DAYS))

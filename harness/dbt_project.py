@@ -29,6 +29,9 @@ ROUTING = """
 {% endmaterialization %}
 """
 
+#: The project macro that gives dbt's is_incremental() the package's answer (README, "Using the package").
+IS_INCREMENTAL = "{% macro is_incremental() %}{{ return(spark_bucketing.is_incremental()) }}{% endmacro %}\n"
+
 
 @dataclass
 class DbtProject:

@@ -106,6 +106,7 @@ FILE_WEIGHTS = {
     "test_demo.py": 98,
     "test_failures.py": 80,
     "test_is_incremental.py": 40,
+    "test_routed_incremental.py": 25,
     "test_microbatch.py": 75,
     "test_append_files.py": 290,
     "test_bucket_pruning.py": 90,

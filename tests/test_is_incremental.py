@@ -8,7 +8,7 @@ stock model keeps dbt's answer."""
 
 from __future__ import annotations
 
-from harness.dbt_project import node_messages
+from harness.dbt_project import IS_INCREMENTAL, node_messages
 
 MODEL = """
 {{{{ config({config}) }}}}
@@ -23,7 +23,6 @@ OURS = (
     "partition_by=['day'], bucket_hash='spark'"
 )
 STOCK = "materialized='incremental', incremental_strategy='append', file_format='parquet', partition_by=['day']"
-OVERRIDE = "{% macro is_incremental() %}{{ return(spark_bucketing.is_incremental()) }}{% endmacro %}\n"
 
 
 def _counts(spark, table):
@@ -46,7 +45,7 @@ def test_dbt_is_incremental_gets_the_runs_answer_or_the_run_stops(spark, dbt_pro
     assert _counts(spark, f"{schema}.plain_ours") == (2000, 2000)
 
     # The one step: the project's own is_incremental() returns the package's, which gives dbt's answer elsewhere.
-    dbt_project.write_file("macros/is_incremental.sql", OVERRIDE)
+    dbt_project.write_file("macros/is_incremental.sql", IS_INCREMENTAL)
     dbt_project.run("plain_ours", "plain_stock", extra=("--vars", "{upto: 4000}"))
     assert _counts(spark, f"{schema}.plain_ours") == (4000, 4000)
     assert _counts(spark, f"{schema}.plain_stock") == (4000, 4000)

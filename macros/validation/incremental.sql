@@ -24,8 +24,16 @@
   {{ return(normalized) }}
 {% endmacro %}
 
+{% macro default_incremental_strategy() %}
+  {#- A routed materialized='incremental' model keeps dbt-spark's default,
+      `append`: adding `buckets` to a model must not change what its runs do
+      to its rows. bucketed_incremental's own default replaces the
+      partitions the new rows fall in. -#}
+  {{ return('append' if model.config.materialized == 'incremental' else 'insert_overwrite') }}
+{% endmacro %}
+
 {% macro incremental_config(spec) %}
-  {%- set strategy = config.get('incremental_strategy') or 'insert_overwrite' -%}
+  {%- set strategy = config.get('incremental_strategy') or spark_bucketing.default_incremental_strategy() -%}
   {%- if strategy not in ('insert_overwrite', 'append', 'merge', 'microbatch') -%}
     {%- do spark_bucketing.config_error('incremental_strategy', "must be 'insert_overwrite', 'append', 'merge' or 'microbatch', got '" ~ strategy ~ "'",
         "use insert_overwrite (replace the partitions the new rows fall in), append (add rows; touched partitions are rewritten), merge (upsert and delete by unique_key) or microbatch (dbt's batches by event_time)") -%}

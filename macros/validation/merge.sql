@@ -37,7 +37,8 @@
   {%- set update_columns = resolved.merge_update_columns if resolved.merge_update_columns
       else stored | reject('in', resolved.merge_exclude_columns) | list -%}
 
-  {%- set predicates = config.get('incremental_predicates') or [] -%}
+  {#- dbt's two names for it, read in dbt-spark's order. -#}
+  {%- set predicates = config.get('predicates') or config.get('incremental_predicates') or [] -%}
   {%- if predicates is string -%}{%- set predicates = [predicates] -%}{%- endif -%}
   {%- set flags = {} -%}
   {%- for config_name in ('merge_validate_deletes', 'merge_row_accounting') -%}

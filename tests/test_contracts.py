@@ -113,6 +113,16 @@ def test_hive_hash_types_agree():
     assert tuple(re.findall(r'"(\w+)"', listed)) == contracts.HIVE_HASH_TYPES
 
 
+def test_hive_read_types_agree():
+    # The types the extension reads a Hive-hash table bucketed by, per version, are the checker's.
+    text = (SCALA / "HiveHashKeys.scala").read_text()
+    for version in (1, 2):
+        (listed,) = re.findall(rf"val V{version}: Seq\[String\] = Seq\(([^)]*)\)", text)
+        assert tuple(re.findall(r'"(\w+)"', listed)) == contracts.HIVE_READ_TYPES[version]
+    # Every type the package writes by Hive's v1 hash is read bucketed.
+    assert set(contracts.HIVE_HASH_TYPES) <= set(contracts.HIVE_READ_TYPES[1])
+
+
 NAMES = [
     ("part-00000-1b2c-4d5e_00003.c000.snappy.parquet", 3),  # a datasource table's
     ("00003_0_part-00000-1b2c-4d5e_00003.c000.snappy.parquet", 3),  # a Hive table's, written by Spark

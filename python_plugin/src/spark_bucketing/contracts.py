@@ -98,6 +98,14 @@ TYPE_ALIASES = {
 #: tests/test_hashing.py). SQL twin: spark_bucketing.hive_hash_types().
 HIVE_HASH_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "boolean", "date", "float", "double")
 
+#: The bucket column types the session extension reads a Hive-hash table by, per Hive bucketing version: those it
+#: hashes as Hive does (scala/HiveHashKeys.scala, checked against Hive's classes by tests/test_foreign_key_types.py);
+#: a table bucketed on another type it reads unbucketed. A decimal of any precision and scale.
+HIVE_READ_TYPES = {
+    1: ("tinyint", "smallint", "int", "bigint", "boolean", "date", "float", "double", "string", "decimal", "timestamp"),
+    2: ("tinyint", "smallint", "int", "bigint", "boolean", "date", "string"),
+}
+
 
 def normalize_type(type_name: str) -> str:
     t = type_name.strip().lower()

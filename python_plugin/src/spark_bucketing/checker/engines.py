@@ -12,10 +12,12 @@ from spark_bucketing.contracts import (
     CLONE_RATIO_DEFAULT,
     CLONE_RATIO_SETTING,
     FOREIGN_TABLES_SWITCH,
+    HIVE_READ_TYPES,
     MERGED_FILES_DEFAULT,
     MERGED_FILES_SETTING,
     SORT_ORDERING_SETTING,
     SUPERSET_KEYS_SWITCH,
+    normalize_type,
 )
 from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
 from spark_bucketing.metadata import BucketSpec
@@ -27,6 +29,7 @@ NOT_BUCKETED = "NOT_BUCKETED"
 HIVE_HASH = "HIVE_HASH_NOT_USED_BY_SPARK"
 FOREIGN_TABLE = "FOREIGN_TABLE_NOT_READ_BUCKETED"
 HIVE_V2_FLOAT_KEY = "HIVE_V2_FLOATING_POINT_KEY"
+HIVE_KEY_TYPE = "HIVE_KEY_TYPE_READ_UNBUCKETED"
 SPARK_HASH_IN_TRINO = "SPARK_HASH_NOT_USED_BY_TRINO"
 TRINO_KEY_TYPE = "KEY_TYPE_NOT_BUCKETABLE_IN_TRINO"
 BUCKETING_DISABLED = "BUCKETING_DISABLED"
@@ -163,7 +166,8 @@ def usable_spec(
     table this package built (its files carry Spark's bucket names), or with
     foreign tables on, any other (taken to carry names Hive and Trino read);
     a Hive v2 one not on a float or double column (v2 hashes -0.0 and 0.0
-    apart, which Spark's joins take as one key)."""
+    apart, which Spark's joins take as one key), and a Hive-hash one only on
+    the types the extension hashes as Hive does (HIVE_READ_TYPES)."""
     if spec is None:
         return False, [NOT_BUCKETED]
     if settings.engine == "spark":
@@ -173,6 +177,8 @@ def usable_spec(
             return False, [FOREIGN_TABLE]
         if spec.family == "hive v2" and any(t and t.lower() in ("float", "real", "double") for t in key_types):
             return False, [HIVE_V2_FLOAT_KEY]
+        if spec.hash == "hive" and any(t and not hive_readable_type(t, spec.version) for t in key_types):
+            return False, [HIVE_KEY_TYPE]
         if not settings.bucketing_enabled:
             return False, [BUCKETING_DISABLED]
         return True, []
@@ -181,6 +187,13 @@ def usable_spec(
     if any(t and t.lower().startswith(TRINO_UNBUCKETABLE_TYPES) for t in key_types):
         return False, [TRINO_KEY_TYPE]
     return True, []
+
+
+def hive_readable_type(type_name: str, version: int) -> bool:
+    """Whether the extension reads a Hive-hash table bucketed on this type (HIVE_READ_TYPES: it hashes it as Hive
+    does); a char or varchar is not a string there."""
+    t = normalize_type(type_name)
+    return (t.split("(")[0] if t.startswith("decimal") else t) in HIVE_READ_TYPES[2 if version == 2 else 1]
 
 
 def power_of_two_multiple(a: int, b: int) -> bool:

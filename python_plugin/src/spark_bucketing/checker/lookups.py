@@ -323,6 +323,8 @@ def _suggestions(info: RelationInfo, columns: list[str], col_type: str | None, r
         "to read it bucketed, pruned by Hive's hash",
         E.HIVE_V2_FLOAT_KEY: f"{rel} is bucketed by Hive's v2 hash on a floating-point column, which the extension "
         "reads unbucketed",
+        E.HIVE_KEY_TYPE: f"{rel} is bucketed by Hive's hash on a column type the extension does not hash as Hive "
+        "does, so it reads the table unbucketed",
         E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: backfill to converge",
     }
     return [texts[r] for r in reasons if r in texts]

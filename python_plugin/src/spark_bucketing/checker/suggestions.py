@@ -28,6 +28,9 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 E.HIVE_V2_FLOAT_KEY: f"{rel} is bucketed by Hive's v2 hash on a floating-point column, which puts -0.0 "
                 "and 0.0 in different buckets while Spark joins them as one key, so the extension reads it unbucketed: "
                 "bucket it by another column, or with bucketing_version=1",
+                E.HIVE_KEY_TYPE: f"{rel} is bucketed by Hive's hash on a column type the extension does not hash as "
+                "Hive does (char, varchar, binary; for bucketing_version 2 also decimal and timestamp), so it reads "
+                "the table unbucketed, as stock Spark does: bucket it by a column of another type",
                 E.SPARK_HASH_IN_TRINO: f"{rel} uses Spark's hash, which Trino reads as unbucketed: "
                 "set bucket_hash='hive' if Trino is the reader that matters",
                 E.NOT_BUCKETED: f"materialize {rel} with bucketed_table, clustered_by=[{keys}]"

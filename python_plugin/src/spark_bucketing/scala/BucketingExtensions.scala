@@ -7,7 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan, SparkStrategy}
 import org.apache.spark.sql.execution.datasources.{FileSourceStrategy, HadoopFsRelation, LogicalRelation}
-import org.apache.spark.sql.types.{DoubleType, FloatType}
+import org.apache.spark.sql.types.StructField
 import org.apache.spark.util.collection.BitSet
 
 /** Enabled with spark.sql.extensions=sparkbucketing.BucketingExtensions (and
@@ -60,7 +60,9 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
       (fs.bucketSpec, table.bucketSpec) match {
         // A Spark-hash table: Spark plans it bucketed and prunes one column by its own rule; the rule here prunes more.
         case (Some(spec), _) => scan.pruned(FileSourceStrategy(plan), spec, "spark", 0)
-        case (None, Some(declared)) => hiveHashVersion(table, declared).map(v => scan.bucketed(declared, "hive", v)).getOrElse(Nil)
+        case (None, Some(declared)) =>
+          hiveHashVersion(table, declared).map(v => byKeyTypes(plan, table, declared, v)(scan.bucketed(declared, "hive", v)))
+            .getOrElse(Nil)
         case (None, None) if table.partitionColumnNames.nonEmpty =>
           // Spark's own plan of the scan: the partitions it selects decide the spec, and it stands when they share none.
           val stock = FileSourceStrategy(plan)
@@ -69,19 +71,21 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
             .flatMap { case (spec, hash) => inSchemaCase(spec, table).map((_, hash)) }
             .flatMap { case (spec, hash) =>
               if (hash == "spark") Some(scan.bucketed(spec, hash, 0))
-              else hiveHashVersion(table, spec).map(v => scan.bucketed(spec, hash, v))
+              else hiveHashVersion(table, spec).filter(v => HiveHashKeys.unreadable(v, keyFields(table, spec)).isEmpty)
+                .map(v => scan.bucketed(spec, hash, v))
             }
             .filter(_.nonEmpty)
             .getOrElse(stock)
         case _ => Nil
       }
     case ScanOperation(_, _, filters, relation @ LogicalRelation(fs: HadoopFsRelation, _, Some(table), false, _))
-        if BucketingExtensions.enabled(session) && ForeignTables.enabled(session) && fs.bucketSpec.isEmpty =>
+        if BucketingExtensions.enabled(session) && ForeignTables.enabled(session) && fs.bucketSpec.isEmpty &&
+          session.sessionState.conf.bucketingEnabled =>
       (for {
         spec <- table.bucketSpec
         version <- hiveHashVersion(table, spec)
-      } yield ForeignTables.planned(session, FileSourceStrategy(plan), table, spec, version,
-        selectedBuckets(filters, relation, spec, "hive", version))).getOrElse(Nil)
+      } yield byKeyTypes(plan, table, spec, version)(ForeignTables.planned(session, FileSourceStrategy(plan), table, spec,
+        version, selectedBuckets(filters, relation, spec, "hive", version)))).getOrElse(Nil)
     case _ => Nil
   }
 
@@ -122,17 +126,26 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
    *  were written with, by its `bucketing_version` (absent: 1, as Hive and
    *  Trino read it), where the extension reads them bucketed through
    *  Spark's file source (convertMetastoreParquet and convertMetastoreOrc,
-   *  on by default). Not a version 2 table bucketed on a float or double
-   *  column: v2 hashes -0.0 and 0.0 apart, while Spark's joins and
-   *  aggregations take them as one key, so a join would look for a row in
-   *  the wrong bucket (version 1 puts both in bucket 0). */
+   *  on by default). */
   private def hiveHashVersion(table: CatalogTable, spec: BucketSpec): Option[Int] =
     if (!table.provider.exists(_.equalsIgnoreCase("hive"))) None
     else table.properties.getOrElse("bucketing_version", "1") match {
       case "1" => Some(1)
-      case "2" if spec.bucketColumnNames.forall(c => table.dataSchema.find(_.name.equalsIgnoreCase(c)).forall(f =>
-        f.dataType != FloatType && f.dataType != DoubleType)) => Some(2)
+      case "2" => Some(2)
       case _ => None
+    }
+
+  /** The catalog's fields of the bucket columns (a char or varchar keeps its declared type in their metadata). */
+  private def keyFields(table: CatalogTable, spec: BucketSpec): Seq[StructField] =
+    spec.bucketColumnNames.flatMap(c => table.schema.find(_.name.equalsIgnoreCase(c)))
+
+  /** The `bucketed` plan of a Hive-hash table's scan where its bucket column types hash here as Hive hashes
+   *  them (HiveHashKeys); else the stock plan, saying why it is read unbucketed. */
+  private def byKeyTypes(plan: LogicalPlan, table: CatalogTable, spec: BucketSpec, version: Int)(
+      bucketed: => Seq[SparkPlan]): Seq[SparkPlan] =
+    HiveHashKeys.unreadable(version, keyFields(table, spec)) match {
+      case None => bucketed
+      case Some(reason) => ReadUnbucketedExec.over(FileSourceStrategy(plan), table, reason)
     }
 
   /** The scan finds bucket columns by exact name: the record's names in the table's case. */
@@ -160,4 +173,17 @@ object BucketFileNames {
         case _ => false
       }
     })
+}
+
+/** The scan of a Hive-hash table the extension reads unbucketed, as stock
+ *  Spark does, because its bucket columns' types do not hash here as Hive
+ *  hashes them: the plan says so (HiveHashKeys). */
+case class ReadUnbucketedExec(child: SparkPlan, table: String, reason: String) extends PassThroughExec {
+  override def simpleString(maxFields: Int): String = s"ReadUnbucketed $table: $reason"
+  override protected def withNewChildInternal(newChild: SparkPlan): ReadUnbucketedExec = copy(child = newChild)
+}
+
+object ReadUnbucketedExec {
+  def over(stock: Seq[SparkPlan], table: CatalogTable, reason: String): Seq[SparkPlan] =
+    stock.map(_.transformUp { case s: FileSourceScanExec => ReadUnbucketedExec(s, table.identifier.unquotedString, reason) })
 }

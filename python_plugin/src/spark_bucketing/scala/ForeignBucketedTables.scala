@@ -5,9 +5,11 @@ import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.catalog.{BucketSpec, CatalogTable}
-import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression, Literal, UnsafeProjection}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
-import org.apache.spark.sql.execution.{ColumnarToRowTransition, FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.{ColumnarToRowTransition, FileSourceScanExec, SparkPlan, SQLExecution}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.types.TimestampType
 import org.apache.spark.sql.execution.datasources.{FilePartition, FileScanRDD, PartitionedFile}
 import org.apache.spark.util.collection.BitSet
 
@@ -27,13 +29,19 @@ object ForeignTables {
   def enabled(session: SparkSession): Boolean = session.conf.get(Switch, "false").toBoolean
   def verify(session: SparkSession): Boolean = session.conf.get(Verify, "true").toBoolean
 
-  /** The stock plan of the scan with each file scan that can be read by its buckets read so. */
+  /** The stock plan of the scan with each file scan that can be read by its buckets read so. A table bucketed on a
+   *  timestamp is verified whatever the setting: stock Spark's Hive writer places a time before 1970 with a
+   *  fraction of a second by its own hash, not Hive's (HiveTimestampHash), so its tables cannot be trusted. */
   def planned(session: SparkSession, stock: Seq[SparkPlan], table: CatalogTable, spec: BucketSpec, version: Int,
-      selected: Option[BitSet]): Seq[SparkPlan] =
+      selected: Option[BitSet]): Seq[SparkPlan] = {
+    val timestampKey = spec.bucketColumnNames.exists(c => table.schema.exists(f => f.name.equalsIgnoreCase(c) &&
+      f.dataType == TimestampType))
     stock.map(_.transformUp {
       case s: FileSourceScanExec if s.relation.bucketSpec.isEmpty && readable(s, spec) =>
-        ForeignBucketedScanExec(s, table.identifier.unquotedString, spec, version, verify(session), selected, spec.numBuckets)
+        ForeignBucketedScanExec(s, table.identifier.unquotedString, spec, version, verify(session) || timestampKey,
+          selected, spec.numBuckets)
     })
+  }
 
   private def readable(s: FileSourceScanExec, spec: BucketSpec): Boolean =
     spec.bucketColumnNames.forall(c => s.output.exists(_.name.equalsIgnoreCase(c))) &&
@@ -67,6 +75,13 @@ case class ForeignBucketedScanExec(child: FileSourceScanExec, table: String, spe
   override def output: Seq[Attribute] = child.output
   override def outputPartitioning: Partitioning = new HiveHashPartitioning(keys, tasks, version = version)
 
+  // The stock scan's metrics, of the files this node reads: it reads them itself, and the scan below it reads none.
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"),
+    "numFiles" -> SQLMetrics.createMetric(sparkContext, "number of files read"),
+    "filesSize" -> SQLMetrics.createSizeMetric(sparkContext, "size of files read"),
+    "scanTime" -> SQLMetrics.createTimingMetric(sparkContext, "scan time"))
+
   override def simpleString(maxFields: Int): String = {
     val read = selected.map(_.cardinality()).getOrElse(spec.numBuckets)
     val coalesced = if (tasks != spec.numBuckets) s" (coalesced to $tasks)" else ""
@@ -81,7 +96,12 @@ case class ForeignBucketedScanExec(child: FileSourceScanExec, table: String, spe
       val partitions = (0 until tasks).map(i => BucketFiles(i, kept.filter(_._1 % tasks == i).sortBy(_._1)))
       val bucketId = if (verify) Some(BindReferences.bindReference(
         new HiveHashPartitioning(keys, spec.numBuckets, version = version).partitionIdExpression, output)) else None
-      new ForeignBucketsRDD(files, partitions, child.supportsColumnar, output, bucketId, table, keys)
+      metrics("numFiles").set(kept.size.toLong)
+      metrics("filesSize").set(kept.map(_._2.length).sum)
+      SQLMetrics.postDriverMetricUpdates(sparkContext, sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY),
+        Seq(metrics("numFiles"), metrics("filesSize")))
+      new ForeignBucketsRDD(files, partitions, child.supportsColumnar, output, bucketId, table, keys,
+        metrics("numOutputRows"), metrics("scanTime"))
     case other => throw new IllegalStateException(s"a file scan reads through a FileScanRDD, not $other")
   }
 
@@ -103,7 +123,7 @@ case class BucketFiles(index: Int, files: Seq[(Int, PartitionedFile)]) extends P
 /** Reads `partitions` with `files`' reader, file by file; with `bucketId`,
  *  checks each row's bucket against its file's. */
 class ForeignBucketsRDD(files: FileScanRDD, partitions: Seq[BucketFiles], columnar: Boolean, output: Seq[Attribute],
-    bucketId: Option[Expression], table: String, keys: Seq[Attribute])
+    bucketId: Option[Expression], table: String, keys: Seq[Attribute], rowsRead: SQLMetric, scanTime: SQLMetric)
     extends RDD[InternalRow](files.context, Nil) {
 
   override protected def getPartitions: Array[Partition] = partitions.toArray
@@ -118,7 +138,7 @@ class ForeignBucketsRDD(files: FileScanRDD, partitions: Seq[BucketFiles], column
     val toRow = UnsafeProjection.create(output, output)
     val check = bucketId.map(e => (UnsafeProjection.create(Seq(e)), UnsafeProjection.create(keys, output)))
     part.files.iterator.flatMap { case (bucket, f) =>
-      val unsafe = FileRows.of(files, part.index, f, columnar, context).map(toRow)
+      val unsafe = timed(FileRows.of(files, part.index, f, columnar, context)).map { row => rowsRead += 1; toRow(row) }
       check match {
         case None => unsafe
         case Some((id, key)) => unsafe.map { row =>
@@ -130,8 +150,18 @@ class ForeignBucketsRDD(files: FileScanRDD, partitions: Seq[BucketFiles], column
     }
   }
 
+  /** The rows, the time spent reading them added to scanTime. */
+  private def timed(rows: Iterator[InternalRow]): Iterator[InternalRow] = new Iterator[InternalRow] {
+    override def hasNext: Boolean = {
+      val start = System.nanoTime()
+      try rows.hasNext finally scanTime += (System.nanoTime() - start) / 1000000
+    }
+    override def next(): InternalRow = rows.next()
+  }
+
   private def misplaced(f: PartitionedFile, bucket: Int, found: Int, key: InternalRow): SparkException = {
-    val values = keys.zipWithIndex.map { case (a, i) => s"${a.name}=${key.get(i, a.dataType)}" }.mkString(", ")
+    val values = keys.zipWithIndex.map { case (a, i) => s"${a.name}=${Literal(key.get(i, a.dataType), a.dataType).sql}" }
+      .mkString(", ")
     new SparkException(s"spark_bucketing: table $table is not bucketed as it declares: file ${f.toPath} is for " +
       s"bucket $bucket, but holds a row for bucket $found ($values). Read it unbucketed with SET " +
       s"${Contracts.ForeignTablesSwitch}=false, and rewrite the partition so that each row is in its bucket's file.")

@@ -4,8 +4,8 @@ import org.apache.spark.sql.catalyst.expressions.{BitwiseAnd, Expression, HiveHa
 import org.apache.spark.sql.catalyst.plans.physical._
 
 /** Rows placed by Hive's bucket id, `(hivehash(cols) & Int.MaxValue) % n`,
- *  with Hive's bucketing `version` 1 hash (the id Spark's writer gives a
- *  Hive table's rows) or 2 (HiveHashV2, the id the extension's folder write
+ *  with Hive's bucketing `version` 1 hash (Hive's own: the id Spark's writer
+ *  gives a Hive table's rows, but for a timestamp, HiveHashKeys) or 2 (HiveHashV2, the id the extension's folder write
  *  gives a `bucketing_version` 2 table's rows), so the bucket files of a
  *  Hive-hash table are these partitions. A subclass of HashPartitioning so
  *  that Spark's shuffle places rows by it (ShuffleExchangeExec asks any
@@ -21,7 +21,7 @@ class HiveHashPartitioning(expressions: Seq[Expression], numPartitions: Int, val
   def placing(exprs: Seq[Expression], n: Int = numPartitions): HiveHashPartitioning = new HiveHashPartitioning(exprs, n, kept, version)
 
   override def partitionIdExpression: Expression = {
-    val hash = if (version == 2) HiveHashV2(expressions) else HiveHash(expressions)
+    val hash = if (version == 2) HiveHashV2(expressions) else HiveHash(HiveHashKeys.v1Fields(expressions))
     Pmod(BitwiseAnd(hash, Literal(Int.MaxValue)), Literal(numPartitions))
   }
 

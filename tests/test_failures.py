@@ -230,6 +230,38 @@ def test_with_the_extension_the_check_rejects_a_broken_write_of_a_bucketed_folde
     assert not runs.exists() or not [p for p in runs.iterdir() if list(p.rglob("*.parquet"))]
 
 
+@pytest.mark.parametrize("extension", [True, False], ids=["extension", "no extension"])
+def test_a_rejected_append_deletes_its_staged_rows_too(spark, dbt_project, broken_writer_project, extension):
+    """An append stages the model's rows (a folder of the run's under the table's `_bucketing/`, or a side
+    table) before it writes them with the old rows: a write the check rejects says its files are deleted, and
+    the staged rows go with them, not after leftover_grace_period."""
+    schema = dbt_project.schema
+    name = f"rejected_append_{'ext' if extension else 'plain'}"
+    config = {
+        "materialized": "bucketed_incremental",
+        "clustered_by": "k",
+        "buckets": 8,
+        "partition_by": "p",
+        "bucket_hash": "spark",
+        "incremental_strategy": "append",
+    }
+    sql = "select cast(id as int) as k, id as v, cast(id % 3 as string) as p from range(0, 1000, 1, 4)"
+    dbt_project.write_model(name, sql, config)
+    dbt_project.run(name)
+    before = sorted(spark.table(f"{schema}.{name}").collect())
+
+    broken_writer_project.write_model(name, sql.replace("0, 1000", "1000, 3000"), config)
+    with extension_on(spark, extension):
+        result = broken_writer_project.run(name, expect_ok=False)
+    message = node_messages(result)[name]
+    assert "broke its bucket layout" in message, message
+    assert sorted(spark.table(f"{schema}.{name}").collect()) == before
+    assert not _exists(spark, schema, f"{name}__dbt_new") and not _exists(spark, schema, f"{name}__dbt_incr")
+    runs = table_location(spark, f"{schema}.{name}") / "_bucketing"
+    left = [p for p in runs.iterdir() if list(p.rglob("*.parquet"))] if runs.exists() else []
+    assert not left, left
+
+
 @pytest.fixture(scope="module")
 def disagreeing_hash_project(spark, tmp_path_factory, dbt_project):
     """A project whose Hive hash (bucket_id_expr, through adapter.dispatch)

@@ -290,8 +290,11 @@ def test_the_table_side_of_a_merge_is_read_bucketed_without_a_shuffle(spark, dbt
 
 
 BAD_MERGES = {
-    "no unique_key": ({}, "config 'unique_key': is missing"),
-    "unknown key column": ({"unique_key": ["nope"]}, "config 'unique_key': column 'nope' is not produced"),
+    # Without unique_key a merge inserts every row, as dbt's does (test_routed_incremental.py): a delete has no key.
+    "delete column without unique_key": (
+        {"merge_delete_column": "is_deleted"},
+        "config 'merge_delete_column': is set without unique_key",
+    ),
     "unknown delete column": (
         {"unique_key": ["id"], "merge_delete_column": "gone"},
         "config 'merge_delete_column': column 'gone' is not produced",
@@ -314,6 +317,21 @@ def test_bad_merge_config_fails_before_anything_is_written(spark, dbt_project, c
     result = run_batch(dbt_project, name, [(1, 0, "a", 1.0, False)], spark_config(**extra), expect_ok=False)
     assert message in node_messages(result)[name]
     assert not spark.catalog.tableExists(f"{dbt_project.schema}.{name}")
+
+
+def test_an_unknown_key_column_fails_the_first_incremental_run_before_anything_is_written(spark, dbt_project):
+    """As dbt's merge: the first build matches no rows and does not read unique_key; the first run that merges
+    fails, naming the column, and leaves the table as it was."""
+    name = "merge_bad_unknown_key_column"
+    table = f"{dbt_project.schema}.{name}"
+    config = spark_config(unique_key=["nope"])
+    run_batch(dbt_project, name, [(1, 0, "a", 1.0, False)], config)
+    before = table_counter(spark, table)
+    files = sorted(str(p) for p in data_files(table_location(spark, table)))
+    result = run_batch(dbt_project, name, [(1, 0, "b", 2.0, False)], config, expect_ok=False)
+    assert "config 'unique_key': column 'nope' is not produced" in node_messages(result)[name]
+    assert table_counter(spark, table) == before
+    assert sorted(str(p) for p in data_files(table_location(spark, table))) == files
 
 
 def test_duplicate_keys_and_missing_deletes_fail_before_anything_is_written(spark, dbt_project):

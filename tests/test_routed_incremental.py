@@ -2,13 +2,16 @@
 semantics (dbt-tests-adapter's expectations, beside stock where stock can run
 the same model): with no `incremental_strategy` it appends, as stock's
 default does, rather than replacing rows; `predicates` is read as dbt reads
-`incremental_predicates`."""
+`incremental_predicates`; a merge without a unique_key inserts every row, a
+key listed twice counts once, and a key the query lacks fails the first run
+that merges, not the first build (dbt-tests-adapter's
+BaseIncrementalUniqueKey)."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.dbt_project import IS_INCREMENTAL, ROUTING
+from harness.dbt_project import IS_INCREMENTAL, ROUTING, node_messages
 
 BUCKETS = "clustered_by=['id'], buckets=4, bucket_hash='spark'"
 # dbt-tests-adapter's BaseIncremental: the first run takes ids 1-10, the second the ids above the table's.
@@ -71,3 +74,35 @@ def test_predicates_limit_a_merge_under_either_of_dbts_names(spark, project, nam
         (2, "yo", "green"),
         (3, "anyway", "purple"),
     ]
+
+
+# dbt-tests-adapter's BaseIncrementalUniqueKey, as merges: ids 1-4, then 3-6 with new names.
+KEYED = """
+{{{{ config(materialized='incremental', incremental_strategy='merge', {config}) }}}}
+select cast(id as int) as id, concat('v{{{{ var('version', 1) }}}}-', id) as name
+from range({{{{ var('start', 1) }}}}, {{{{ var('start', 1) }}}} + 4)
+"""
+
+
+@pytest.mark.parametrize("key", ["[]", "None", "''"], ids=["empty list", "none", "empty string"])
+def test_a_merge_without_a_unique_key_inserts_every_row(spark, project, key):
+    model = "nokey_" + {"[]": "list", "None": "none", "''": "str"}[key]
+    project.write_file(f"models/{model}.sql", KEYED.format(config=f"{BUCKETS}, unique_key={key}"))
+    project.run(model, extra=("--full-refresh",))
+    project.run(model, extra=("--vars", "{start: 3, version: 2}"))
+    assert _rows(spark, f"{project.schema}.{model}") == sorted(
+        [(i, f"v1-{i}") for i in range(1, 5)] + [(i, f"v2-{i}") for i in range(3, 7)]
+    )
+
+
+def test_a_key_listed_twice_counts_once_and_an_unknown_key_fails_the_first_merge(spark, project):
+    project.write_file("models/twice.sql", KEYED.format(config=f"{BUCKETS}, unique_key=['id', 'ID']"))
+    project.run("twice", extra=("--full-refresh",))
+    project.run("twice", extra=("--vars", "{start: 3, version: 2}"))
+    assert _rows(spark, f"{project.schema}.twice") == [(1, "v1-1"), (2, "v1-2")] + [(i, f"v2-{i}") for i in range(3, 7)]
+
+    project.write_file("models/unknown.sql", KEYED.format(config=f"{BUCKETS}, unique_key=['thisisnotacolumn']"))
+    project.run("unknown", extra=("--full-refresh",))
+    result = project.run("unknown", expect_ok=False, extra=("--vars", "{start: 3, version: 2}"))
+    assert "thisisnotacolumn" in node_messages(result)["unknown"]
+    assert _rows(spark, f"{project.schema}.unknown") == [(i, f"v1-{i}") for i in range(1, 5)]

@@ -218,6 +218,34 @@ def test_an_enforced_contract_is_checked_before_anything_is_written(spark, dbt_p
         assert _rows(spark, f"{schema}.{name}", "*") == before
 
 
+def test_dbt_does_not_claim_the_packages_constraints_are_ignored(dbt_project):
+    """dbt's parser warns that constraints "will be ignored" on any materialization but its own table and
+    incremental; the package's enforce not_null and check (above), and its dbt plugin says so to the parser."""
+    for materialized in ("bucketed_table", "bucketed_incremental"):
+        name = f"claim_{materialized}"
+        dbt_project.write_file(f"models/{name}.yml", CONTRACT_YML.format(name=name, k_type="int"))
+        dbt_project.write_file(
+            f"models/{name}.sql",
+            f"{{{{ config(materialized='{materialized}', clustered_by=['k'], buckets=4, on_schema_change='fail') }}}}\n"
+            "select cast(id as int) as k, id as n, date'2024-01-01' as day from range(0, 10)",
+        )
+    log: list[str] = []
+    assert dbt_project.dbt("parse", "--no-partial-parse", log=log).success
+    claims = [m for m in log if "Constraint types are not supported" in m]
+    assert not claims, claims
+    # dbt's own check still runs: its warning for a materialization that does not enforce constraints.
+    dbt_project.write_file(
+        "models/claim_view.sql", "{{ config(materialized='view') }}\nselect 1 as k, 2 as n, date'2024-01-01' as day"
+    )
+    dbt_project.write_file("models/claim_view.yml", CONTRACT_YML.format(name="claim_view", k_type="int"))
+    log.clear()
+    dbt_project.dbt("parse", "--no-partial-parse", log=log)
+    assert [m for m in log if "not supported for view materializations" in m], log[-5:]
+    for name in ("claim_bucketed_table", "claim_bucketed_incremental", "claim_view"):
+        dbt_project.remove_model(name)
+        (dbt_project.root / "models" / f"{name}.yml").unlink()
+
+
 def test_a_contract_on_an_incremental_model_needs_append_or_fail(dbt_project):
     name = "contract_osc"
     dbt_project.write_file(f"models/{name}.yml", CONTRACT_YML.format(name=name, k_type="int"))

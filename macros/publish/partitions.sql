@@ -284,6 +284,8 @@
   {#- A plan may hold its rows written already (written_append_plan). -#}
   {%- set location = plan.location or info.location.rstrip('/') ~ '/_bucketing/' ~ rels.run_id -%}
   {%- set written = plan.written or spark_bucketing.write_partitions(rels, spec, columns, plan, location, extension) -%}
+  {#- A write discarded (discard) deletes the run's staged rows with it. -#}
+  {%- set written = dict(written, staged=plan.staged, stage_location=plan.stage_location) -%}
   {%- set checked = spark_bucketing.verify_partitions(rels, spec, location, written, plan, extension) -%}
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- set switched = spark_bucketing.switch_with_own_lock(rels, info, meta, spec, plan, checked, written, location, extension)

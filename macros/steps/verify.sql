@@ -3,9 +3,12 @@
 
 {% macro discard(written, location, rels, message) %}
   {#- Drops an unpublished write (`written`: verify_write; its side table,
-      if it has one, and its files) and fails the run. -#}
+      if it has one, and its files, and the run's staged new rows where it
+      staged them: publish_partitions) and fails the run. -#}
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
-  {%- do spark_bucketing.delete_locations([location], rels.scratch) -%}
+  {%- set staged = written.get('staged') -%}
+  {%- if staged is not none and staged.relation is not none -%}{%- do adapter.drop_relation(staged.relation) -%}{%- endif -%}
+  {%- do spark_bucketing.delete_locations([location] + ([written.stage_location] if staged is not none else []), rels.scratch) -%}
   {%- do spark_bucketing.model_error(message) -%}
 {% endmacro %}
 

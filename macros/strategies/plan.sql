@@ -19,7 +19,8 @@
   {%- set existing = spark_bucketing.recover(rels) -%}
   {%- set described = spark_bucketing.described_run(existing, sql) -%}
   {%- set query_columns = described.columns -%}
-  {%- set merge = spark_bucketing.merge_config(query_columns) if incr.strategy == 'merge' else none -%}
+  {%- set full_build = should_full_refresh() or described.info is none -%}
+  {%- set merge = spark_bucketing.merge_config(query_columns, full_build) if incr.strategy == 'merge' else none -%}
   {%- set columns = spark_bucketing.stored_columns(query_columns, merge) -%}
   {%- set spec = spark_bucketing.validate_columns(spec, columns) -%}
   {%- if incr.batch is not none -%}
@@ -29,7 +30,7 @@
   {%- set extension = described.extension -%}
   {%- set info = described.info -%}
   {%- set run = {'incr': incr, 'merge': merge, 'new_sql': sql, 'model_sql': sql, 'existing': existing, 'info': info, 'meta': none,
-                 'full_refresh': should_full_refresh() or info is none, 'rebuild': false, 'columns': columns, 'spec': spec,
+                 'full_refresh': full_build, 'rebuild': false, 'columns': columns, 'spec': spec,
                  'extension': extension, 'run_id': rels.run_id} -%}
   {%- if not run.full_refresh -%}
     {#- The table's properties are read once per run (with its description, through the extension). -#}

@@ -1,8 +1,9 @@
 {#- Reading and validating the bucketing configs. Every check here runs before
     any statement that writes, and names the model, the config, the problem
     and the fix (config_error). -#}
-{% macro column_list_config(config_name, required=false) %}
-  {#- A column or a list of columns, returned as a list of names. -#}
+{% macro column_list_config(config_name, required=false, repeats=false) %}
+  {#- A column or a list of columns, returned as a list of names; a column
+      listed twice is an error, or with `repeats` (dbt's unique_key) taken once. -#}
   {%- set raw = config.get(config_name) -%}
   {%- if raw is none or (raw is string and raw | trim == '') or (raw is iterable and raw is not string and raw | length == 0) -%}
     {%- if required -%}
@@ -22,10 +23,11 @@
       {%- do spark_bucketing.config_error(config_name, "entry " ~ loop.index ~ " is not a column name: " ~ name,
           "list column names as strings") -%}
     {%- endif -%}
-    {%- if name | trim | lower in out | map('lower') | list -%}
+    {%- set repeated = name | trim | lower in out | map('lower') | list -%}
+    {%- if repeated and not repeats -%}
       {%- do spark_bucketing.config_error(config_name, "column '" ~ name ~ "' is listed twice", "list each column once") -%}
     {%- endif -%}
-    {%- do out.append(name | trim) -%}
+    {%- if not repeated -%}{%- do out.append(name | trim) -%}{%- endif -%}
   {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}

@@ -38,6 +38,14 @@
     {%- do spark_bucketing.config_error('incremental_strategy', "must be 'insert_overwrite', 'append', 'merge' or 'microbatch', got '" ~ strategy ~ "'",
         "use insert_overwrite (replace the partitions the new rows fall in), append (add rows; touched partitions are rewritten), merge (upsert and delete by unique_key) or microbatch (dbt's batches by event_time)") -%}
   {%- endif -%}
+  {%- if strategy == 'merge' and not spark_bucketing.column_list_config('unique_key', repeats=true) -%}
+    {#- dbt's merge without a unique_key matches no row: it inserts every new row, an append. -#}
+    {%- if spark_bucketing.column_list_config('merge_delete_column') -%}
+      {%- do spark_bucketing.config_error('merge_delete_column', "is set without unique_key: a delete removes the row of its unique_key",
+          "set unique_key to the column (or list of columns) that identifies a row, e.g. unique_key=['order_id']") -%}
+    {%- endif -%}
+    {%- set strategy = 'append' -%}
+  {%- endif -%}
   {%- set on_change = config.get('on_bucket_change') or 'fail' -%}
   {%- if on_change not in ('fail', 'rebuild', 'evolve') -%}
     {%- do spark_bucketing.config_error('on_bucket_change', "must be 'fail', 'rebuild' or 'evolve', got '" ~ on_change ~ "'",

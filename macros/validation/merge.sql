@@ -1,16 +1,18 @@
 {#- The configs of incremental_strategy='merge', checked against the query's
     columns before any statement that writes. -#}
 
-{% macro merge_config(columns) %}
+{% macro merge_config(columns, full_build=false) %}
   {#- The merge configs, checked against the query's columns (name -> type):
       {unique_key, update_columns, delete_column, predicates, validate_deletes, row_accounting},
-      column names spelled as the query spells them. -#}
+      column names spelled as the query spells them. A full build matches
+      no rows: as dbt's merge, it does not check unique_key (a key the query
+      lacks fails the first incremental run). -#}
   {%- set resolved = {} -%}
   {%- for config_name in ('unique_key', 'merge_update_columns', 'merge_exclude_columns', 'merge_delete_column') -%}
-    {%- set names = spark_bucketing.column_list_config(config_name) -%}
-    {%- if config_name == 'unique_key' and not names -%}
-      {%- do spark_bucketing.config_error('unique_key', "is missing; incremental_strategy='merge' matches new rows to existing ones by it",
-          "set unique_key to the column (or list of columns) that identifies a row, e.g. unique_key=['order_id']") -%}
+    {%- set names = spark_bucketing.column_list_config(config_name, repeats=(config_name == 'unique_key')) -%}
+    {%- if config_name == 'unique_key' and full_build -%}
+      {%- set lowered = columns.keys() | map('lower') | list -%}
+      {%- set names = names | map('lower') | select('in', lowered) | list -%}
     {%- endif -%}
     {%- do resolved.update({config_name: spark_bucketing.query_column_names(config_name, names, columns)}) -%}
   {%- endfor -%}

@@ -1,11 +1,14 @@
 """spark-bucketing's dbt plugin: dbt imports every installed module whose
 name starts with `dbt_` and sets up the plugins it lists, at the start of
-every command. Its one plugin keeps compiled macros on disk across dbt
-processes (spark_bucketing.macro_cache): in the user's cache directory, in the
-one SPARK_BUCKETING_MACRO_CACHE names, or nowhere where it says `off`."""
+every command. One keeps compiled macros on disk across dbt processes
+(spark_bucketing.macro_cache): in the user's cache directory, in the one
+SPARK_BUCKETING_MACRO_CACHE names, or nowhere where it says `off`. The other
+tells dbt's parser that the package's materializations enforce constraints
+(spark_bucketing.dbt_constraints)."""
 
 from dbt.plugins.manager import dbtPlugin
 
+from spark_bucketing import dbt_constraints
 from spark_bucketing.macro_cache import install_from_environment
 
 
@@ -14,4 +17,9 @@ class MacroCache(dbtPlugin):
         install_from_environment()
 
 
-plugins = [MacroCache]
+class EnforcedConstraints(dbtPlugin):
+    def initialize(self) -> None:
+        dbt_constraints.install()
+
+
+plugins = [MacroCache, EnforcedConstraints]

@@ -108,6 +108,7 @@ FILE_WEIGHTS = {
     "test_is_incremental.py": 40,
     "test_routed_incremental.py": 45,
     "test_foreign_key_types.py": 75,
+    "test_dbt_adapter_suite.py": 300,
     "test_microbatch.py": 75,
     "test_append_files.py": 290,
     "test_bucket_pruning.py": 90,

@@ -304,6 +304,58 @@ def test_check_verifies_through_the_thrift_dbt_target(server, thrift_project):
     assert [f["buckets_read"] for f in model["findings"] if f["kind"] == "lookup"] == [1, 1]
 
 
+# A package table keyed by a string, joined with events_spark's int key: as is and through a cast.
+STRING_KEYED_SQL = f"select cast(customer_id as string) as customer_id, event_id from ({SQL})"
+TYPE_MISMATCH_SQL = """
+select a.event_id, b.event_id as other
+from {{ ref('events_spark') }} a join {{ ref('events_string') }} b on a.customer_id = b.customer_id
+union all
+select a.event_id, b.event_id
+from {{ ref('events_spark') }} a join {{ ref('events_string') }} b on cast(a.customer_id as string) = b.customer_id
+"""
+
+
+def test_the_checker_takes_the_thrift_servers_ansi_mode_and_dbts_target_path(
+    server, thrift_project, tmp_path, monkeypatch
+):
+    """dbt-spark asks each connection for spark.sql.ansi.enabled=false; a Thrift Server ignores it, and dbt's
+    statements run in ANSI mode (Spark 4's default), where a join of an int key with a string key casts and
+    shuffles both sides. The checker reads the mode through the dbt target as the models run, and finds the
+    manifest where DBT_TARGET_PATH has dbt write it."""
+    import io
+    import json
+    from contextlib import redirect_stdout
+
+    from spark_bucketing import cli
+
+    client = ThriftClient("127.0.0.1", server.port)
+    assert [v for _, v in client.query("set spark.sql.ansi.enabled")] == ["true"]
+    thrift_project.write_model(
+        "events_string",
+        STRING_KEYED_SQL,
+        {"materialized": "bucketed_table", "clustered_by": "customer_id", "buckets": 6, "bucket_hash": "spark"},
+    )
+    thrift_project.write_model("type_mismatch", TYPE_MISMATCH_SQL, {"materialized": "view"})
+    thrift_project.run("events_spark", "events_string", "type_mismatch")
+    (thrift_project.root / "target" / "manifest.json").unlink(missing_ok=True)
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("DBT_TARGET_PATH", str(elsewhere))
+    root = str(thrift_project.root)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = cli.main(
+            ["check", "--project-dir", root, "--profiles-dir", root, "--select", "type_mismatch"]
+            + ["--catalog", "live", "--verify", "--format", "json", "--conf", f"{NO_BROADCAST}=-1"]
+        )
+    assert code == 0 and (elsewhere / "manifest.json").exists()
+    (model,) = json.loads(out.getvalue())["models"]
+    joins = [f for f in model["findings"] if f["kind"] == "join"]
+    assert len(joins) == 2, model
+    assert all(f["verified"] is True for f in model["findings"]), model
+    # ANSI casts the string key to the int's type: both sides of the first join are shuffled.
+    assert joins[0]["shuffle_free"] is False, joins
+
+
 def test_the_checker_corpus_agrees_with_the_plans_of_the_thrift_server(server, dbt_project, tmp_path_factory):
     """Every corpus query, its tables read and its plans asked through the
     Thrift Server (whose work runs on the cluster). Broadcast off for the

@@ -136,7 +136,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         if not args.no_compile:
             # Before connecting: dbt's own invocation resets its adapters, connections included.
-            compile_project(project_dir, profiles_dir, args.select or [], args.target)
+            compile_project(project_dir, profiles_dir, args.select or [], args.target, args.target_path)
         client = connect(args) if args.catalog == "live" or args.verify else None
     except (TargetError, CheckError) as exc:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
@@ -150,6 +150,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             client=client,
             compile=False,
             verify_with=client if args.verify else None,
+            target_dir=args.target_path,
         )
     except (CheckError, FileNotFoundError) as exc:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
@@ -243,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify", action="store_true", help="also check each verdict against Spark's physical plan (EXPLAIN)"
     )
     p.add_argument("--no-compile", action="store_true", help="reuse target/manifest.json instead of dbt compile")
+    p.add_argument(
+        "--target-path",
+        help="where dbt writes the manifest, as dbt's own --target-path (default: DBT_TARGET_PATH, else the "
+        "project's target-path, else target)",
+    )
     p.add_argument(
         "--thrift",
         metavar="HOST:PORT",

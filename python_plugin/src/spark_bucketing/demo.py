@@ -96,7 +96,9 @@ def print_extension_join(spark) -> None:
     )
 
 
-def run_demo(project_dir: Path, state_dir: Path, dbt_args: list[str] | None = None, target_dir: str = "target") -> int:
+def run_demo(
+    project_dir: Path, state_dir: Path, dbt_args: list[str] | None = None, target_dir: str | None = None
+) -> int:
     """Returns the exit code; `dbt_args` go to every dbt command (the tests
     pass smaller data through --vars and their own --target-path)."""
     from dbt.cli.main import dbtRunner

@@ -51,10 +51,13 @@ UNKNOWN_COLUMN = "UNKNOWN_COLUMN"
 UNKNOWN_BUCKETING = "UNKNOWN_BUCKETING"
 
 
-# The settings the Spark model reads that a session can tell (`SET key`).
-# Not spark.sql.ansi.enabled: dbt-spark sets it false on each of its
-# connections, whatever the session the checker plans on says.
+# The settings the Spark model reads that a session can tell (`SET key`),
+# read through the connection dbt's models run on (connection.py).
+# spark.sql.ansi.enabled among them: dbt-spark asks for false on each of its
+# connections, which a session (method session) takes and a Spark Thrift
+# Server ignores, its sessions keeping the server's (Spark 4: true).
 SESSION_KEYS = (
+    "spark.sql.ansi.enabled",
     "spark.sql.extensions",
     SWITCH,
     FOREIGN_TABLES_SWITCH,
@@ -105,7 +108,7 @@ class EngineSettings:
 
     @property
     def ansi(self) -> bool:
-        # dbt-spark sets spark.sql.ansi.enabled=false on every connection, whatever the profile says.
+        # Unstated and unread (no live session): dbt-spark's own ask, false.
         return self._get("spark.sql.ansi.enabled", "false") == "true"
 
     @property

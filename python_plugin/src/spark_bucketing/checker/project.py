@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlglot
+import yaml
 from sqlglot import exp
 
 from spark_bucketing.checker.analyze import analyze_sql
 from spark_bucketing.checker.engines import SESSION_KEYS, EngineSettings
 from spark_bucketing.checker.model import Finding
-from spark_bucketing.checker.relations import Catalog, catalog_from_manifest, normalize_name, relation_from_live
+from spark_bucketing.checker.relations import Catalog, catalog_from_manifest_file, normalize_name, relation_from_live
 
 
 class CheckError(Exception):
@@ -65,7 +67,19 @@ class Report:
         return [(m, f) for m in self.models for f in m.findings if f.unknown]
 
 
-def compile_project(project_dir: Path, profiles_dir: Path | None, select: list[str], target: str | None) -> None:
+def target_path(project_dir: Path, given: str | None = None) -> Path:
+    """The folder dbt writes the project's manifest in, in dbt's order: --target-path, DBT_TARGET_PATH, the
+    project's `target-path`, `target`; a relative one under the project's folder."""
+    chosen = given or os.environ.get("DBT_TARGET_PATH")
+    if not chosen:
+        project = yaml.safe_load((project_dir / "dbt_project.yml").read_text()) or {}
+        chosen = project.get("target-path") or "target"
+    return project_dir / chosen
+
+
+def compile_project(
+    project_dir: Path, profiles_dir: Path | None, select: list[str], target: str | None, target_dir: str | None = None
+) -> None:
     from dbt.cli.main import dbtRunner
 
     args = ["compile", "--project-dir", str(project_dir), "--quiet"]
@@ -73,6 +87,8 @@ def compile_project(project_dir: Path, profiles_dir: Path | None, select: list[s
         args += ["--profiles-dir", str(profiles_dir)]
     if target:
         args += ["--target", target]
+    if target_dir:
+        args += ["--target-path", target_dir]
     if select:
         args += ["--select", *select]
     # `dbt compile --select` prints the compiled SQL even with --quiet; the
@@ -125,7 +141,7 @@ def run_check(
     profiles_dir: Path | None = None,
     target: str | None = None,
     verify_with=None,
-    target_dir: str = "target",
+    target_dir: str | None = None,
 ) -> Report:
     select = select or []
     settings = settings or EngineSettings()
@@ -136,13 +152,14 @@ def run_check(
 
         settings = settings.under(session_values(client, SESSION_KEYS))
     if compile:
-        compile_project(project_dir, profiles_dir, select, target)
-    manifest_path = project_dir / target_dir / "manifest.json"
+        compile_project(project_dir, profiles_dir, select, target, target_dir)
+    target_folder = target_path(project_dir, target_dir)
+    manifest_path = target_folder / "manifest.json"
     if not manifest_path.exists():
         raise CheckError(f"no dbt manifest at {manifest_path}: run `dbt compile` there, or drop --no-compile")
     manifest = json.loads(manifest_path.read_text())
     started = time.perf_counter()
-    catalog = catalog_from_manifest(project_dir, target_dir)
+    catalog = catalog_from_manifest_file(manifest_path)
     models = selected_models(manifest, select)
     if catalog_mode == "live":
         if client is None:

@@ -91,17 +91,6 @@ def spec_from_config(config: dict) -> BucketSpec | None:
     )
 
 
-def catalog_from_manifest(project_dir: Path, target_dir: str = "target") -> Catalog:
-    """The catalog of a dbt project's target/manifest.json."""
-    manifest_path = project_dir / target_dir / "manifest.json"
-    if not manifest_path.exists():
-        raise FileNotFoundError(
-            f"no dbt manifest at {manifest_path}; run `dbt compile` in {project_dir} first "
-            "(or let `spark-bucketing check` run it)"
-        )
-    return catalog_from_manifest_file(manifest_path)
-
-
 def catalog_from_manifest_file(manifest_path: Path) -> Catalog:
     """Models (and sources) from a dbt manifest file, wherever it sits;
     column types from schema.yml data_type and, when a catalog.json sits

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import struct
 
 from sqlglot import exp
 
@@ -55,7 +56,7 @@ def extension_selected(filters: list[exp.Expression], spec: BucketSpec, key_type
                 hashing.bucket_id(list(values), types, spec.buckets, spec.hash, spec.version)
                 for values in itertools.product(*sets)
             }
-        except (hashing.UnsupportedTypeError, ValueError, TypeError):
+        except (hashing.UnsupportedTypeError, ValueError, TypeError, OverflowError, struct.error):
             return "unknown", []
     return selected, []
 

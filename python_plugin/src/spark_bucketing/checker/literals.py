@@ -12,6 +12,21 @@ from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.keytypes import NUMERIC_ORDER, norm_type
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+INTEGRAL_RANGES = {
+    t: (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) for t, bits in zip(INTEGRAL, (8, 16, 32, 64), strict=True)
+}
+
+
+class _OutOfRange:
+    """A literal past its integral column's range: it stands for no value of the column, and Spark's optimizer
+    rewrites the comparison (UnwrapCastInBinaryComparison) in ways the checker does not model, so no bucket can
+    be named for it: hashing it fails, and the lookup's verdict is unknown."""
+
+    def __repr__(self) -> str:
+        return "OUT_OF_RANGE"
+
+
+OUT_OF_RANGE = _OutOfRange()
 # Why a filter selects every bucket, under Spark's pruning and the extension's alike.
 NOT_PRUNABLE = "PREDICATE_NOT_PRUNABLE"
 OR_OTHER = "OR_WITH_OTHER_COLUMNS"
@@ -47,7 +62,7 @@ def typed(value: str, node, col_type: str | None, in_list: bool):
     """The literal as a value of the column's type, or CASTS_COLUMN when
     Spark casts the column instead (a number against a string column; in an
     IN list, a string against any other type, the list's common type being
-    string)."""
+    string), or OUT_OF_RANGE."""
     if value == "NULL":
         return None
     t = norm_type(col_type or "string")
@@ -58,7 +73,10 @@ def typed(value: str, node, col_type: str | None, in_list: bool):
     try:
         if t in INTEGRAL:
             number = float(value)
-            return int(number) if number == int(number) else CASTS_COLUMN
+            if number != int(number):
+                return CASTS_COLUMN
+            low, high = INTEGRAL_RANGES[t]
+            return int(number) if low <= int(number) <= high else OUT_OF_RANGE
         if t in NUMERIC_ORDER:
             return float(value)
         if t == "date":

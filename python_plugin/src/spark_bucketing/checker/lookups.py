@@ -12,6 +12,8 @@ equalities (`a.k = b.k AND a.k = 5` filters b on 5 too)."""
 
 from __future__ import annotations
 
+import struct
+
 from sqlglot import exp
 
 from spark_bucketing import hashing
@@ -296,7 +298,7 @@ def _bucket_set(e: exp.Expression, column: str, col_type: str | None, n: int, re
 def _ids(values: list, col_type: str | None, n: int):
     try:
         return {hashing.bucket_id([v], [col_type or "string"], n, "spark") for v in values}
-    except (hashing.UnsupportedTypeError, ValueError, TypeError):
+    except (hashing.UnsupportedTypeError, ValueError, TypeError, OverflowError, struct.error):
         return "unknown"
 
 

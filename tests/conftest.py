@@ -75,52 +75,52 @@ def pytest_unconfigure(config):
         shutil.rmtree(made, ignore_errors=True)
 
 
-# Seconds per test file, from a fresh clone's `scripts/test --junitxml`
-# (four workers on two cores, 2026-11-27, commit f1095f8; test_extension.py
-# and test_thrift.py since absorbed test_extension_randomized.py and
-# test_shared_metastore.py, sharing their tables and their metastore service,
-# cluster and Thrift Server: the sums less what they no longer build twice).
+# Worker-seconds per test file, the sum of `scripts/test --durations=0`'s
+# setup, call and teardown times (four workers on two cores, 2026-12-01,
+# commit c16e462 with other work beside it: 8,706 worker-seconds;
+# test_dbt_adapter_suite.py measured alone on one worker beside it).
 # pytest-xdist hands out whole files (--dist loadfile) in collection order
 # (--no-loadscope-reorder: without it, xdist sorts files by their number of
 # tests and the long randomized files, which hold few tests, started last).
 # Longest first, so that no long file starts last.
 FILE_WEIGHTS = {
-    "test_extension.py": 781,
-    "test_partition_values.py": 418,
-    "test_concurrent_runs.py": 600,
-    "test_randomized_evolution.py": 397,
-    "test_hive_bucketing_v2.py": 322,
-    "test_merge_randomized.py": 291,
-    "test_batched_switch.py": 286,
-    "test_cost.py": 268,
-    "test_clean_install.py": 260,
-    "test_no_loss.py": 255,
-    "test_partition_records.py": 236,
-    "test_incremental.py": 230,
-    "test_thrift.py": 226,
-    "test_incremental_failures.py": 207,
-    "test_merge.py": 163,
-    "test_bucketed_table.py": 138,
-    "test_checker_corpus.py": 122,
-    "test_no_loss_nondeterministic.py": 109,
-    "test_demo.py": 98,
-    "test_failures.py": 80,
-    "test_is_incremental.py": 40,
-    "test_routed_incremental.py": 45,
-    "test_foreign_key_types.py": 75,
-    "test_dbt_adapter_suite.py": 300,
-    "test_microbatch.py": 75,
-    "test_append_files.py": 290,
-    "test_bucket_pruning.py": 90,
-    "test_schema_change.py": 185,
-    "test_commit_lock.py": 30,
-    "test_retention.py": 30,
-    "test_hashing.py": 44,
-    "test_configs.py": 30,
-    "test_checker_cli.py": 24,
-    "test_joins.py": 11,
-    "test_layout_test.py": 9,
-    "test_package_install.py": 6,
+    "test_extension.py": 903,
+    "test_concurrent_runs.py": 654,
+    "test_append_files.py": 638,
+    "test_clean_install.py": 619,
+    "test_partition_values.py": 576,
+    "test_randomized_evolution.py": 482,
+    "test_dbt_adapter_suite.py": 374,
+    "test_merge_randomized.py": 372,
+    "test_hive_bucketing_v2.py": 336,
+    "test_cost.py": 334,
+    "test_batched_switch.py": 308,
+    "test_incremental.py": 304,
+    "test_thrift.py": 296,
+    "test_no_loss.py": 256,
+    "test_bucket_pruning.py": 231,
+    "test_partition_records.py": 223,
+    "test_merge.py": 206,
+    "test_schema_change.py": 206,
+    "test_foreign_key_types.py": 205,
+    "test_incremental_failures.py": 199,
+    "test_microbatch.py": 179,
+    "test_checker_corpus.py": 153,
+    "test_bucketed_table.py": 144,
+    "test_no_loss_nondeterministic.py": 132,
+    "test_failures.py": 126,
+    "test_routed_incremental.py": 120,
+    "test_demo.py": 116,
+    "test_foreign_tables.py": 109,
+    "test_hashing.py": 63,
+    "test_commit_lock.py": 59,
+    "test_configs.py": 31,
+    "test_retention.py": 31,
+    "test_is_incremental.py": 29,
+    "test_checker_cli.py": 25,
+    "test_joins.py": 17,
+    "test_layout_test.py": 14,
+    "test_package_install.py": 9,
 }
 
 

@@ -189,6 +189,31 @@ def test_layout_check_rejects_a_broken_write_and_keeps_the_old_table(spark, dbt_
     assert not _exists(spark, schema, f"{name}__dbt_tmp")
 
 
+# The partition column last: the broken writer inserts the model's columns as they are.
+PARTITIONED_SQL = "select cast(id as int) as k, id as v, cast(id % 3 as string) as p from range(0, 1000, 1, 4)"
+
+
+def _built_incremental(spark, dbt_project, name: str, family: str, strategy: str) -> tuple[dict, list]:
+    """A bucketed_incremental table of PARTITIONED_SQL built by one good run: its config and rows."""
+    config = {
+        "materialized": "bucketed_incremental",
+        "clustered_by": "k",
+        "buckets": 8,
+        "partition_by": "p",
+        "bucket_hash": family,
+        "incremental_strategy": strategy,
+    }
+    dbt_project.write_model(name, PARTITIONED_SQL, config)
+    dbt_project.run(name)
+    return config, sorted(spark.table(f"{dbt_project.schema}.{name}").collect())
+
+
+def _run_folders_with_files(spark, table: str) -> list:
+    """The folders under the table's `_bucketing/` (the runs' own) that hold data files."""
+    runs = table_location(spark, table) / "_bucketing"
+    return [p for p in runs.iterdir() if list(p.rglob("*.parquet"))] if runs.exists() else []
+
+
 @pytest.mark.parametrize("family", ["hive", "spark"])
 def test_with_the_extension_the_check_rejects_a_broken_write_of_a_bucketed_folder(
     spark, dbt_project, broken_writer_project, family
@@ -200,21 +225,9 @@ def test_with_the_extension_the_check_rejects_a_broken_write_of_a_bucketed_folde
     leaves no side entry and no written folder."""
     schema = dbt_project.schema
     name = f"untracked_checked_{family}"
-    config = {
-        "materialized": "bucketed_incremental",
-        "clustered_by": "k",
-        "buckets": 8,
-        "partition_by": "p",
-        "bucket_hash": family,
-        "incremental_strategy": "insert_overwrite",
-    }
-    # The partition column last: the broken writer inserts the model's columns as they are.
-    sql = "select cast(id as int) as k, id as v, cast(id % 3 as string) as p from range(0, 1000, 1, 4)"
-    dbt_project.write_model(name, sql, config)
-    dbt_project.run(name)
-    before = sorted(spark.table(f"{schema}.{name}").collect())
+    config, before = _built_incremental(spark, dbt_project, name, family, "insert_overwrite")
 
-    broken_writer_project.write_model(name, sql.replace("1000", "3000"), config)
+    broken_writer_project.write_model(name, PARTITIONED_SQL.replace("1000", "3000"), config)
     statements: list[str] = []
     with extension_on(spark):
         result = broken_writer_project.dbt("run", "--select", name, statements=statements)
@@ -226,8 +239,7 @@ def test_with_the_extension_the_check_rejects_a_broken_write_of_a_bucketed_folde
     assert f"{contracts.TABLE_FILES_FUNCTION}(" in check and "input_file_name()" not in check
     assert sorted(spark.table(f"{schema}.{name}").collect()) == before
     assert not _exists(spark, schema, f"{name}__dbt_incr")
-    runs = table_location(spark, f"{schema}.{name}") / "_bucketing"
-    assert not runs.exists() or not [p for p in runs.iterdir() if list(p.rglob("*.parquet"))]
+    assert not _run_folders_with_files(spark, f"{schema}.{name}")
 
 
 @pytest.mark.parametrize("extension", [True, False], ids=["extension", "no extension"])
@@ -237,28 +249,16 @@ def test_a_rejected_append_deletes_its_staged_rows_too(spark, dbt_project, broke
     the staged rows go with them, not after leftover_grace_period."""
     schema = dbt_project.schema
     name = f"rejected_append_{'ext' if extension else 'plain'}"
-    config = {
-        "materialized": "bucketed_incremental",
-        "clustered_by": "k",
-        "buckets": 8,
-        "partition_by": "p",
-        "bucket_hash": "spark",
-        "incremental_strategy": "append",
-    }
-    sql = "select cast(id as int) as k, id as v, cast(id % 3 as string) as p from range(0, 1000, 1, 4)"
-    dbt_project.write_model(name, sql, config)
-    dbt_project.run(name)
-    before = sorted(spark.table(f"{schema}.{name}").collect())
+    config, before = _built_incremental(spark, dbt_project, name, "spark", "append")
 
-    broken_writer_project.write_model(name, sql.replace("0, 1000", "1000, 3000"), config)
+    broken_writer_project.write_model(name, PARTITIONED_SQL.replace("0, 1000", "1000, 3000"), config)
     with extension_on(spark, extension):
         result = broken_writer_project.run(name, expect_ok=False)
     message = node_messages(result)[name]
     assert "broke its bucket layout" in message, message
     assert sorted(spark.table(f"{schema}.{name}").collect()) == before
     assert not _exists(spark, schema, f"{name}__dbt_new") and not _exists(spark, schema, f"{name}__dbt_incr")
-    runs = table_location(spark, f"{schema}.{name}") / "_bucketing"
-    left = [p for p in runs.iterdir() if list(p.rglob("*.parquet"))] if runs.exists() else []
+    left = _run_folders_with_files(spark, f"{schema}.{name}")
     assert not left, left
 
 

@@ -9,9 +9,11 @@ built through one is rewritten through the other."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
+from contextlib import redirect_stdout
 
 import pytest
 from pyspark.sql import functions as F
@@ -277,25 +279,28 @@ def test_parallel_appends_that_add_files_all_land(server, thrift_project):
     assert test.success, failure_text(test)
 
 
-def test_check_verifies_through_the_thrift_dbt_target(server, thrift_project):
-    """No --thrift, no --state-dir: the checker reads the live catalog and
-    asks for plans through the project's own dbt target (method thrift)."""
-    import io
-    import json
-    from contextlib import redirect_stdout
-
+def _checked_live(project: DbtProject, model: str) -> tuple[int, str]:
+    """`spark-bucketing check --catalog live --verify` of one model through the project's own dbt target (no
+    --thrift, no --state-dir): its exit code and its JSON report."""
     from spark_bucketing import cli
 
-    thrift_project.run("events_spark", "lookup_join")
-    root = str(thrift_project.root)
+    root = str(project.root)
     out = io.StringIO()
     with redirect_stdout(out):
         code = cli.main(
-            ["check", "--project-dir", root, "--profiles-dir", root, "--select", "lookup_join"]
+            ["check", "--project-dir", root, "--profiles-dir", root, "--select", model]
             + ["--catalog", "live", "--verify", "--format", "json", "--conf", f"{NO_BROADCAST}=-1"]
         )
+    return code, out.getvalue()
+
+
+def test_check_verifies_through_the_thrift_dbt_target(server, thrift_project):
+    """No --thrift, no --state-dir: the checker reads the live catalog and
+    asks for plans through the project's own dbt target (method thrift)."""
+    thrift_project.run("events_spark", "lookup_join")
+    code, out = _checked_live(thrift_project, "lookup_join")
     assert code == 0
-    (model,) = json.loads(out.getvalue())["models"]
+    (model,) = json.loads(out)["models"]
     kinds = sorted(f["kind"] for f in model["findings"])
     assert kinds == ["aggregate", "join", "lookup", "lookup"], model
     assert all(f["verified"] is True for f in model["findings"]), model
@@ -322,12 +327,6 @@ def test_the_checker_takes_the_thrift_servers_ansi_mode_and_dbts_target_path(
     statements run in ANSI mode (Spark 4's default), where a join of an int key with a string key casts and
     shuffles both sides. The checker reads the mode through the dbt target as the models run, and finds the
     manifest where DBT_TARGET_PATH has dbt write it."""
-    import io
-    import json
-    from contextlib import redirect_stdout
-
-    from spark_bucketing import cli
-
     client = ThriftClient("127.0.0.1", server.port)
     assert [v for _, v in client.query("set spark.sql.ansi.enabled")] == ["true"]
     thrift_project.write_model(
@@ -340,15 +339,9 @@ def test_the_checker_takes_the_thrift_servers_ansi_mode_and_dbts_target_path(
     (thrift_project.root / "target" / "manifest.json").unlink(missing_ok=True)
     elsewhere = tmp_path / "elsewhere"
     monkeypatch.setenv("DBT_TARGET_PATH", str(elsewhere))
-    root = str(thrift_project.root)
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = cli.main(
-            ["check", "--project-dir", root, "--profiles-dir", root, "--select", "type_mismatch"]
-            + ["--catalog", "live", "--verify", "--format", "json", "--conf", f"{NO_BROADCAST}=-1"]
-        )
+    code, out = _checked_live(thrift_project, "type_mismatch")
     assert code == 0 and (elsewhere / "manifest.json").exists()
-    (model,) = json.loads(out.getvalue())["models"]
+    (model,) = json.loads(out)["models"]
     joins = [f for f in model["findings"] if f["kind"] == "join"]
     assert len(joins) == 2, model
     assert all(f["verified"] is True for f in model["findings"]), model

@@ -122,3 +122,22 @@ def test_a_literal_past_its_columns_range_is_an_unknown_lookup_not_a_crash(where
     # A lookup whose buckets cannot be named says so: no count of buckets read (every bucket would be the count).
     lookups = [f for f in findings if f.kind == "lookup"]
     assert lookups and all(f.buckets_read is None for f in lookups), [f.to_json() for f in findings]
+
+
+def test_an_error_in_a_pass_is_an_unknown_finding_not_a_crash(frozen_catalog, monkeypatch):
+    """Whatever a pass raises on a query the checker does not handle, the query gets an unknown finding that
+    says so, and the checker goes on with the next query."""
+    from spark_bucketing.checker import analyze
+
+    def failing(*args, **kwargs):
+        raise KeyError("a shape no pass handles")
+
+    label, conf, sql = CORPUS[0]
+    monkeypatch.setattr(analyze, "lookup_findings", failing)
+    (finding,) = analyze_sql(sql.format(S=S), frozen_catalog, check_settings(conf, FROZEN_DATA["session"]))
+    assert finding.unknown and finding.kind == "query"
+    assert "could not analyse this query (KeyError" in finding.suggestions[0]
+    monkeypatch.undo()
+    assert [
+        f.to_json() for f in analyze_sql(sql.format(S=S), frozen_catalog, check_settings(conf, FROZEN_DATA["session"]))
+    ] == FROZEN_DATA["findings"][label]

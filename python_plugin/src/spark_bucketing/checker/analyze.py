@@ -36,11 +36,15 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
     qualified = _qualified(sql, catalog)
     if isinstance(qualified, Finding):
         return [qualified]
-    query = walk(qualified)
-    if query is None:
-        return []
-    scans = scan_outputs(query, catalog, settings)
-    findings = join_and_grouping_findings(query, scans, settings) + lookup_findings(query, catalog, settings)
+    try:
+        query = walk(qualified)
+        if query is None:
+            return []
+        scans = scan_outputs(query, catalog, settings)
+        findings = join_and_grouping_findings(query, scans, settings) + lookup_findings(query, catalog, settings)
+    except Exception as err:  # a query the passes do not handle: its verdict is unknown, the others still reported
+        why = f"the checker could not analyse this query ({type(err).__name__}: {err}); please report it with the query"
+        return [Finding("query", 1, [], [why], unknown=True)]
     return _in_query_order(findings)
 
 

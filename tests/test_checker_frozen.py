@@ -141,3 +141,22 @@ def test_an_error_in_a_pass_is_an_unknown_finding_not_a_crash(frozen_catalog, mo
     assert [
         f.to_json() for f in analyze_sql(sql.format(S=S), frozen_catalog, check_settings(conf, FROZEN_DATA["session"]))
     ] == FROZEN_DATA["findings"][label]
+
+
+@pytest.mark.parametrize(
+    "sql, shuffles",
+    [
+        ("select * from s.s8a a join s.s8s b on cast(a.k as int) = b.k", [False, False]),
+        ("select * from (select cast(k as int) k from s.s8a) a join s.s8s b on a.k = b.k", [False, False]),
+        ("select * from s.s8a a join s.s8s b on cast(a.k as bigint) = b.k", [True, True]),
+    ],
+    ids=["cast in the join", "cast in a subquery", "a widening cast"],
+)
+def test_a_cast_of_a_column_to_its_own_type_is_the_column(sql, shuffles):
+    """Spark's analyzer drops a cast to the type a column has: the join keeps its buckets (issue 64's class 5,
+    KEY_CAST where Spark shuffled nothing). A cast to another type still shuffles both sides."""
+    catalog = Catalog()
+    for name in ("s.s8a", "s.s8s"):
+        catalog.add(RelationInfo(name, {"k": "int", "v": "string"}, BucketSpec("spark", ("k",), 8), complete=True))
+    (join,) = [f for f in analyze_sql(sql, catalog, EngineSettings("spark", {})) if f.kind == "join"]
+    assert [s.shuffle for s in join.sides] == shuffles, join.to_json()

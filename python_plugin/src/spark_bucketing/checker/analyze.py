@@ -4,7 +4,7 @@ base relations, and judged by an engine model (engines.py); and every lookup
 on a bucketed table's bucket column.
 
 In passes, as sqlglot's optimizer is built: parse and qualify the columns,
-walk the scopes once into query blocks (blocks.py), then the scans'
+remove the casts Spark's analyzer removes, walk the scopes once into query blocks (blocks.py), then the scans'
 partitioning (scans.py), joins and groupings (flow.py), lookups (lookups.py)
 and the findings in query order."""
 
@@ -14,6 +14,7 @@ import re
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
 from spark_bucketing.checker.blocks import walk
@@ -37,7 +38,7 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
     if isinstance(qualified, Finding):
         return [qualified]
     try:
-        query = walk(qualified)
+        query = walk(_without_redundant_casts(qualified, catalog))
         if query is None:
             return []
         scans = scan_outputs(query, catalog, settings)
@@ -69,6 +70,23 @@ def _qualified(sql: str, catalog: Catalog) -> exp.Expression | Finding:
             return qualify(parsed, dialect="spark", validate_qualify_columns=False, identify=False)
         except Exception as err:
             return Finding("query", 1, [], [f"could not resolve the query's columns: {err}"], unknown=True)
+
+
+def _without_redundant_casts(query: exp.Expression, catalog: Catalog) -> exp.Expression:
+    """The query with each cast of a column to the type it has removed, as Spark's analyzer removes it: a
+    bucket column cast to its own type is still the bucket column."""
+    if not any(isinstance(c.this, exp.Column) for c in query.find_all(exp.Cast)):
+        return query  # typing the query costs more than the rest of its analysis
+    typed = annotate_types(query, schema=catalog.sqlglot_schema(), dialect="spark")
+
+    def unwrap(e: exp.Expression) -> exp.Expression:
+        if isinstance(e, exp.Cast) and isinstance(e.this, exp.Column) and e.this.type is not None:
+            known = e.this.type
+            if not known.is_type(exp.DataType.Type.UNKNOWN) and known.sql("spark") == e.to.sql("spark"):
+                return e.this
+        return e
+
+    return typed.transform(unwrap, copy=False)
 
 
 def _in_query_order(findings: list[Finding]) -> list[Finding]:

@@ -90,7 +90,7 @@ FILE_WEIGHTS = {
     "test_clean_install.py": 619,
     "test_partition_values.py": 576,
     "test_randomized_evolution.py": 482,
-    "test_dbt_adapter_suite.py": 374,
+    "test_dbt_adapter_suite.py": 480,
     "test_merge_randomized.py": 372,
     "test_hive_bucketing_v2.py": 336,
     "test_cost.py": 334,

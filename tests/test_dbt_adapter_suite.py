@@ -20,6 +20,11 @@ from dbt.tests.adapter.basic.test_incremental import (
     BaseIncrementalBadStrategy,
     BaseIncrementalNotSchemaChange,
 )
+from dbt.tests.adapter.constraints.test_constraints import (
+    BaseIncrementalConstraintsColumnsEqual,
+    BaseIncrementalConstraintsRollback,
+    BaseIncrementalContractSqlHeader,
+)
 from dbt.tests.adapter.incremental.test_incremental_merge_exclude_columns import BaseMergeExcludeColumns
 from dbt.tests.adapter.incremental.test_incremental_microbatch import BaseMicrobatch
 from dbt.tests.adapter.incremental.test_incremental_on_schema_change import BaseIncrementalOnSchemaChange
@@ -127,6 +132,10 @@ BAD_STRATEGY = (
     "the test expects dbt's own 'could not find an incremental strategy macro' message; dbt-spark (and the "
     "package, naming the config) refuse the strategy with a message of their own"
 )
+SQL_HEADER = (
+    "dbt sends the model's sql_header in one statement with the contract's query, which Spark parses as one SET "
+    "(the time zone 'Asia/Kolkata';select ...)"
+)
 # The tests that fail on stock dbt-spark, and why: test id (class without Stock/Package :: test) -> reason.
 # Strict: one that starts to pass fails the suite, so the table in docs/tests.md stays true.
 STOCK_FAILS: dict[str, str] = {
@@ -139,6 +148,10 @@ STOCK_FAILS: dict[str, str] = {
     "PredicatesAlias::test__incremental_predicates": MERGE_NEEDS_DELTA,
     "MergeExcludeColumns::test__merge_exclude_columns": MERGE_NEEDS_DELTA,
     "Microbatch::test_run_with_event_time": "dbt-spark's microbatch needs partition_by, which the test's model lacks",
+    "ConstraintsRollback::test__constraints_enforcement_rollback": (
+        "a Parquet table does not enforce NOT NULL: stock's second run writes the row that breaks the constraint"
+    ),
+    "ContractSqlHeader::test__contract_sql_header": SQL_HEADER,
     **{
         f"UniqueKey::{test}": MERGE_NEEDS_DELTA
         for test in (
@@ -158,6 +171,7 @@ STOCK_FAILS: dict[str, str] = {
 # The tests that fail with the package too: each fails on stock, for a reason that is not the materialization's.
 PACKAGE_FAILS: dict[str, str] = {
     "IncrementalBadStrategy::test_incremental_invalid_strategy": BAD_STRATEGY,
+    "ContractSqlHeader::test__contract_sql_header": SQL_HEADER,
     **{
         f"UniqueKey::{test}": SEED_NONE
         for test in (
@@ -179,6 +193,41 @@ def _expected_failures(request):
     reason = side.get(f"{name.removesuffix('Stock').removesuffix('Package')}::{request.function.__name__}")
     if reason:
         request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+
+class SparkTypes(BaseIncrementalConstraintsColumnsEqual):
+    """The column types of the contract tests as Spark names them (dbt's are Postgres's), and as dbt-spark's
+    session cursor reports them in a contract's mismatch."""
+
+    @pytest.fixture
+    def string_type(self):
+        return "string"
+
+    @pytest.fixture
+    def int_type(self):
+        return "int"
+
+    @pytest.fixture
+    def data_types(self, schema_int_type, int_type, string_type):
+        # sql_column_value, schema_data_type, error_data_type
+        return [
+            ["1", schema_int_type, int_type],
+            ["'1'", string_type, string_type],
+            ["true", "boolean", "boolean"],
+            ["array('a', 'b', 'c')", "array<string>", "array<string>"],
+            ["array(1, 2, 3)", "array<int>", "array<int>"],
+            ["6.45", "decimal(3,2)", "decimal(3,2)"],
+            ["cast('2019-01-01' as date)", "date", "date"],
+            ["cast('2019-01-01' as timestamp)", "timestamp", "timestamp"],
+        ]
+
+
+class SparkRollback(BaseIncrementalConstraintsRollback):
+    """The rollback test, its failed run's error as a Spark table's: the row that breaks the not_null constraint."""
+
+    @pytest.fixture(scope="class")
+    def expected_error_messages(self):
+        return ["not_null constraint on column id"]
 
 
 MERGE = {"+incremental_strategy": "merge"}
@@ -249,17 +298,48 @@ CLASSES = [
     ),
     ("MergeExcludeColumns", BaseMergeExcludeColumns, MERGE, {"merge_exclude_columns": ["id"]}),
     ("Microbatch", BaseMicrobatch, {}, {"microbatch_model": ["id"]}),
+    (
+        "ConstraintsColumnsEqual",
+        SparkTypes,
+        {},
+        {"my_model_wrong_order": ["id"], "my_model_wrong_name": ["id"]},
+    ),
+    ("ConstraintsRollback", SparkRollback, {}, {"my_model": ["id"]}),
+    ("ContractSqlHeader", BaseIncrementalContractSqlHeader, {}, {"my_model_contract_sql_header": ["column_name"]}),
 ]
 
 # The unique-key tests' own SQL inserts strings into a date column, as Postgres casts them; Spark 4's ANSI
 # store assignment refuses it, before any model runs. Spark's legacy policy casts them as Postgres does.
 SESSIONS = {"UniqueKey": {"spark.sql.storeAssignmentPolicy": "LEGACY"}}
 
+# Postgres in dbt's model files -> Spark, as dbt-spark's own subclasses write them.
+SPARK_SQL = {
+    "ConstraintsColumnsEqual": {"data_type: text": "data_type: string"},
+    "ConstraintsRollback": {"data_type: text": "data_type: string"},
+    "ContractSqlHeader": {"data_type: text": "data_type: string", "set session time zone": "set time zone"},
+}
+
+
+def _spark_models(replacements: dict[str, str]):
+    """The class's dbt model files with `replacements` made."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = _base_fixture(type(self), "models", self)
+        for old, new in replacements.items():
+            files = {name: text.replace(old, new) for name, text in files.items()}
+        return files
+
+    return models
+
+
 for _name, _base, _config, _clustered in CLASSES:
-    _session = SESSIONS.get(_name, {})
-    globals()[f"Test{_name}Stock"] = type(f"Test{_name}Stock", (Stock, _base), {"config": _config, "session": _session})
+    _own = {"config": _config, "session": SESSIONS.get(_name, {})}
+    if _name in SPARK_SQL:
+        _own["models"] = _spark_models(SPARK_SQL[_name])
+    globals()[f"Test{_name}Stock"] = type(f"Test{_name}Stock", (Stock, _base), dict(_own))
     globals()[f"Test{_name}Package"] = type(
-        f"Test{_name}Package", (Package, _base), {"config": _config, "clustered_by": _clustered, "session": _session}
+        f"Test{_name}Package", (Package, _base), {**_own, "clustered_by": _clustered}
     )
 
 

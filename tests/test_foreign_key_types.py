@@ -231,9 +231,7 @@ def test_a_foreign_scan_reports_what_it_read(spark, foreign):
         assert len(df.collect()) == 3
         plan = df._jdf.queryExecution().executedPlan()
     nodes = [plan]
-    while (
-        nodes and nodes[0].nodeName() != "ForeignBucketedScanExec" and "ForeignBucketedScan" not in nodes[0].nodeName()
-    ):
+    while nodes and "ForeignBucketedScan" not in nodes[0].nodeName():
         node = nodes.pop(0)
         nodes.extend(node.children().apply(i) for i in range(node.children().size()))
     assert nodes, plan.toString()

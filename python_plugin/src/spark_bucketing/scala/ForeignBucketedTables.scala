@@ -8,9 +8,9 @@ import org.apache.spark.sql.catalyst.catalog.{BucketSpec, CatalogTable}
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression, Literal, UnsafeProjection}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.execution.{ColumnarToRowTransition, FileSourceScanExec, SparkPlan, SQLExecution}
+import org.apache.spark.sql.execution.datasources.{FilePartition, FileScanRDD, PartitionedFile}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.types.TimestampType
-import org.apache.spark.sql.execution.datasources.{FilePartition, FileScanRDD, PartitionedFile}
 import org.apache.spark.util.collection.BitSet
 
 /** Hive tables this package did not write (Hive, Trino, stock Spark's Hive
@@ -31,7 +31,7 @@ object ForeignTables {
 
   /** The stock plan of the scan with each file scan that can be read by its buckets read so. A table bucketed on a
    *  timestamp is verified whatever the setting: stock Spark's Hive writer places a time before 1970 with a
-   *  fraction of a second by its own hash, not Hive's (HiveTimestampHash), so its tables cannot be trusted. */
+   *  fraction of a second by its own hash, not Hive's (HiveFieldHash), so its tables cannot be trusted. */
   def planned(session: SparkSession, stock: Seq[SparkPlan], table: CatalogTable, spec: BucketSpec, version: Int,
       selected: Option[BitSet]): Seq[SparkPlan] = {
     val timestampKey = spec.bucketColumnNames.exists(c => table.schema.exists(f => f.name.equalsIgnoreCase(c) &&

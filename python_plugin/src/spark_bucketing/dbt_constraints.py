@@ -16,8 +16,10 @@ MATERIALIZATIONS = ("bucketed_table", "bucketed_incremental")
 
 def install() -> None:
     """Counts the package's materializations as enforcing constraints; once per process."""
-    current = ModelNode.materialization_enforces_constraints
-    if getattr(current.fget, "spark_bucketing", False):
+    current = getattr(ModelNode, "materialization_enforces_constraints", None)
+    # A dbt without the property (or with another kind of attribute) is left as it is: the plugin runs at the start
+    # of every dbt command, which must not fail for it.
+    if not isinstance(current, property) or getattr(current.fget, "spark_bucketing", False):
         return
 
     def enforces(node: ModelNode) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from harness import class_archive
 from spark_bucketing import extension
 from spark_bucketing.files import BUCKET_IN_NAME, data_files, local_path  # noqa: F401 (re-exported for tests)
 from spark_bucketing.sparksession import local_session
@@ -20,14 +21,13 @@ LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"
 # 434 CPU-seconds without, 339 with). C1 alone reserves a 48 MB code cache,
 # which Spark's generated classes fill: the JVM then spends its time flushing
 # and recompiling (test_merge.py's JVM: 143 CPU-seconds with 48 MB, 94 with
-# 256 MB). Benchmarks keep the JVM's defaults. SB_TEST_JVM_FLAGS overrides
-# (empty: the defaults).
-TEST_JVM_FLAGS = os.environ.get(
-    "SB_TEST_JVM_FLAGS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
-)
+# 256 MB). They start from the class archive where scripts/test made it
+# (harness/class_archive.py). Benchmarks keep the JVM's defaults.
+# SB_TEST_JVM_FLAGS overrides (empty: the defaults).
+TEST_JVM_FLAGS = os.environ.get("SB_TEST_JVM_FLAGS", class_archive.BASE_JVM_FLAGS + class_archive.jvm_flags())
 
 
-def make_session(base: Path, **conf: str) -> SparkSession:
+def make_session(base: Path, jvm_flags: str = TEST_JVM_FLAGS, **conf: str) -> SparkSession:
     """The test session: small shuffles, no broadcast joins (tests probe join
     plans). The session extension is loaded but switched off: the tests that
     want it (test_extension.py) switch it on (extension_on)."""
@@ -38,7 +38,7 @@ def make_session(base: Path, **conf: str) -> SparkSession:
         extension.SWITCH: "false",
         **conf,
     }
-    return local_session(base, LOG4J_CONF, TEST_JVM_FLAGS, **settings)
+    return local_session(base, LOG4J_CONF, jvm_flags, **settings)
 
 
 @contextmanager

@@ -83,52 +83,51 @@ def pytest_unconfigure(config):
         shutil.rmtree(made, ignore_errors=True)
 
 
-# Worker-seconds per test file, the sum of `scripts/test --durations=0`'s
-# setup, call and teardown times (four workers on two cores, 2026-12-01,
-# commit c16e462 with other work beside it: 8,706 worker-seconds;
-# test_dbt_adapter_suite.py measured alone on one worker beside it).
+# Worker-seconds per test file, the sum of `scripts/test --junitxml`'s
+# set-up, call and tear-down times (four workers on two cores, 2026-12-01,
+# commit aa18dce on a fresh clone: 9,190 worker-seconds on a machine 1.6x
+# slower than the idle one of docs/development.md's issue-66 table).
 # pytest-xdist hands out whole files (--dist loadfile) in collection order
 # (--no-loadscope-reorder: without it, xdist sorts files by their number of
 # tests and the long randomized files, which hold few tests, started last).
 # Longest first, so that no long file starts last.
 FILE_WEIGHTS = {
-    "test_extension.py": 903,
-    "test_concurrent_runs.py": 654,
-    "test_append_files.py": 638,
-    "test_clean_install.py": 619,
-    "test_partition_values.py": 576,
-    "test_randomized_evolution.py": 482,
-    "test_dbt_adapter_suite.py": 480,
-    "test_merge_randomized.py": 372,
-    "test_hive_bucketing_v2.py": 336,
-    "test_cost.py": 334,
-    "test_batched_switch.py": 308,
-    "test_incremental.py": 304,
-    "test_thrift.py": 296,
-    "test_no_loss.py": 256,
-    "test_bucket_pruning.py": 231,
-    "test_partition_records.py": 223,
-    "test_merge.py": 206,
-    "test_schema_change.py": 206,
-    "test_foreign_key_types.py": 205,
-    "test_incremental_failures.py": 199,
-    "test_microbatch.py": 179,
-    "test_checker_corpus.py": 153,
-    "test_bucketed_table.py": 144,
-    "test_no_loss_nondeterministic.py": 132,
-    "test_failures.py": 126,
-    "test_routed_incremental.py": 120,
-    "test_demo.py": 116,
-    "test_foreign_tables.py": 109,
-    "test_hashing.py": 63,
-    "test_commit_lock.py": 59,
-    "test_configs.py": 31,
-    "test_retention.py": 31,
-    "test_is_incremental.py": 29,
-    "test_checker_cli.py": 25,
-    "test_joins.py": 17,
-    "test_layout_test.py": 14,
-    "test_package_install.py": 9,
+    "test_extension.py": 882,
+    "test_clean_install.py": 752,
+    "test_append_files.py": 608,
+    "test_concurrent_runs.py": 593,
+    "test_partition_values.py": 527,
+    "test_dbt_adapter_suite.py": 460,
+    "test_randomized_evolution.py": 378,
+    "test_merge_randomized.py": 375,
+    "test_thrift.py": 349,
+    "test_microbatch.py": 347,
+    "test_no_loss.py": 336,
+    "test_batched_switch.py": 286,
+    "test_bucket_pruning.py": 281,
+    "test_partition_records.py": 257,
+    "test_schema_change.py": 252,
+    "test_cost.py": 247,
+    "test_incremental_failures.py": 238,
+    "test_foreign_key_types.py": 230,
+    "test_merge.py": 229,
+    "test_hive_bucketing_v2.py": 223,
+    "test_incremental.py": 215,
+    "test_checker_corpus.py": 170,
+    "test_no_loss_nondeterministic.py": 134,
+    "test_foreign_tables.py": 134,
+    "test_bucketed_table.py": 119,
+    "test_failures.py": 100,
+    "test_demo.py": 98,
+    "test_routed_incremental.py": 78,
+    "test_commit_lock.py": 69,
+    "test_hashing.py": 47,
+    "test_is_incremental.py": 37,
+    "test_retention.py": 35,
+    "test_configs.py": 34,
+    "test_checker_cli.py": 27,
+    "test_layout_test.py": 23,
+    "test_joins.py": 14,
 }
 
 

@@ -45,7 +45,10 @@ WORKLOAD = [
 
 
 def _java_version() -> str:
-    return subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    try:
+        return subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    except FileNotFoundError:  # no JVM yet (scripts/setup.sh installs it): no archive either
+        return ""
 
 
 def archive_path() -> Path:

@@ -5,7 +5,7 @@ starts about 40 of them (its workers, and the `dbt run` processes, Thrift Server
 that need processes). A JVM started with the archive maps those classes from one file instead: measured
 here, a session's start and first queries took 7-8 CPU-seconds instead of 12-14, and 4-4.5 s instead of
 7-9. Making it takes about 30 s, once per virtualenv.
-The archive holds what a JVM of this virtualenv's PySpark with the extension's jar loaded; a JVM with
+The archive holds the classes a JVM of this virtualenv's PySpark and the extension's jar loads; a JVM of
 another class path (the clean-install test's own PySpark) ignores it, quietly. The flags are added only
 where the archive exists, so a run without it is as before, only slower."""
 
@@ -26,8 +26,8 @@ BASE_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCache
 # In the virtualenv: its PySpark's jars are the class path the archive is for, and it goes with them.
 FOLDER = Path(sys.prefix)
 
-# Every SQL shape the tests' JVMs start with: Hive DDL, partitioned and bucketed writes in both formats, reads,
-# a join, an aggregation, a window, and the extension's rules.
+# The SQL shapes the tests' JVMs start with (the extension loaded, as in every test session): Hive DDL,
+# partitioned and bucketed writes in Parquet and ORC, reads, a join, an aggregation, a window, listings.
 WORKLOAD = [
     "create database if not exists warm",
     "create table warm.t (k int, v string) using parquet",

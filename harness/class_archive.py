@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -44,16 +43,20 @@ WORKLOAD = [
 ]
 
 
-def _java_version() -> str:
-    try:
-        return subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    except FileNotFoundError:  # no JVM yet (scripts/setup.sh installs it): no archive either
+def _java() -> str:
+    """The JVM that runs the tests, as its binary's real path and time of change: an upgrade in place
+    makes a new archive (a JVM refuses another build's archive anyway, quietly). Read without starting
+    a JVM: every process that imports harness/spark.py asks."""
+    found = shutil.which("java")
+    if found is None:  # no JVM yet (scripts/setup.sh installs it): no archive either
         return ""
+    java = Path(found).resolve()
+    return f"{java}\0{java.stat().st_mtime_ns}"
 
 
 def archive_path() -> Path:
-    """The archive for this virtualenv, the extension's jar and the JVM's version and flags."""
-    key = f"{extension.default_jar()}\0{_java_version()}\0{BASE_JVM_FLAGS}"
+    """The archive for this virtualenv, the extension's jar and the JVM and its flags."""
+    key = f"{extension.default_jar()}\0{_java()}\0{BASE_JVM_FLAGS}"
     return FOLDER / f"test-jvm-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 

@@ -22,7 +22,7 @@ LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"
 # which Spark's generated classes fill: the JVM then spends its time flushing
 # and recompiling (test_merge.py's JVM: 143 CPU-seconds with 48 MB, 94 with
 # 256 MB). They start from the class archive where scripts/test made it
-# (harness/class_archive.py). Benchmarks keep the JVM's defaults.
+# (harness/class_archive.py). The benchmarks' dbt processes keep the JVM's defaults.
 # SB_TEST_JVM_FLAGS overrides (empty: the defaults).
 TEST_JVM_FLAGS = os.environ.get("SB_TEST_JVM_FLAGS", class_archive.BASE_JVM_FLAGS + class_archive.jvm_flags())
 

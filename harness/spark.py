@@ -27,13 +27,26 @@ LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"
 TEST_JVM_FLAGS = os.environ.get("SB_TEST_JVM_FLAGS", class_archive.BASE_JVM_FLAGS + class_archive.jvm_flags())
 
 
+# The embedded Hive metastore keeps a store (a HiveConf copy that parses Hadoop's default XML files,
+# and a DataNucleus persistence manager) per thread. Spark runs each query's result stage and each
+# shuffle's submission in pools whose core size is these thresholds (1,024 by default), so every query
+# started a new thread and the insert commands that ran in it a new store: 15% of a worker JVM's CPU
+# over a loop of incremental runs (Java Flight Recorder). With 16 the pools' threads are reused; a
+# metastore service (the warehouses the package runs on) keeps its stores server-side.
+THREAD_REUSE = {
+    "spark.sql.resultQueryStage.maxThreadThreshold": "16",
+    "spark.sql.shuffleExchange.maxThreadThreshold": "16",
+}
+
+
 def make_session(base: Path, jvm_flags: str = TEST_JVM_FLAGS, **conf: str) -> SparkSession:
     """The test session: small shuffles, no broadcast joins (tests probe join
-    plans). The session extension is loaded but switched off: the tests that
+    plans), threads reused (THREAD_REUSE). The session extension is loaded but switched off: the tests that
     want it (test_extension.py) switch it on (extension_on)."""
     settings = {
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.autoBroadcastJoinThreshold": "-1",
+        **THREAD_REUSE,
         **extension.spark_settings(extension.build_jar()),
         extension.SWITCH: "false",
         **conf,

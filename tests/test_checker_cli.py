@@ -27,6 +27,13 @@ QUERIES = {
     "broken_sql": "select from from where",
     "unknown_rel": "select * from {{ ref('fact') }} f join some_schema.not_there x on f.k = x.k",
     "source_join": "select * from {{ ref('fact') }} f join {{ source('raw', 'events') }} e on f.k = e.k",
+    # What the static model does not follow yet (issue 64), which --catalog live takes from the plan: a
+    # filter Spark carries through an aggregate to the scan (1 of 8 buckets read); a full join the next
+    # join's inner condition makes a right outer join, whose output keeps the right side's partitioning
+    # (the next join's left side is not shuffled again).
+    "pruned_agg": "select * from (select k, count(*) as n from {{ ref('fact') }} group by k) a\nwhere a.k = 1",
+    "outer_then_join": "select a.k, b.k as bk from {{ ref('plain') }} a full join {{ ref('plain') }} b on a.k = b.k\n"
+    "join {{ ref('plain') }} c on c.k = b.k",
 }
 # A source table that exists, bucketed by k into 8, whose sources.yml states nothing about bucketing.
 SOURCES = """
@@ -46,10 +53,13 @@ def project(spark, dbt_project):
             "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 500)",
             {"materialized": "bucketed_table", **config},
         )
+    dbt_project.write_model(
+        "plain", "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 500)", {"materialized": "table"}
+    )
     for name, sql in QUERIES.items():
         (dbt_project.root / "models" / f"{name}.sql").write_text("{{ config(materialized='view') }}\n" + sql + "\n")
     (dbt_project.root / "models" / "sources.yml").write_text(SOURCES)
-    dbt_project.run(*TABLES)
+    dbt_project.run(*TABLES, "plain")
     spark.sql(
         f"create table {dbt_project.schema}.events using parquet clustered by (k) into 8 buckets"
         " as select cast(id % 100 as int) as k from range(0, 100)"
@@ -194,6 +204,44 @@ def test_verify_against_the_built_tables_and_live_catalog(project):
     assert all(f["verified"] is True for f in findings), findings
     code, out, _ = _check(project, "--no-compile", "--verify", "--select", "bad_join")
     assert "[plan agrees]" in out
+
+
+def test_live_verdicts_are_the_plans(project):
+    """--catalog live: every verdict is Spark's plan's. What the static model got wrong is kept beside
+    it and counted, what only the plan has becomes a finding, and a model Spark cannot plan keeps the
+    static verdicts, marked so."""
+    models = ["good_join", "pruned_agg", "outer_then_join", "unknown_rel"]
+    code, out, _ = _check(project, "--no-compile", "--format", "json", "--catalog", "live", "--select", *models)
+    assert code == 0
+    data = json.loads(out)
+    by_model = {m["model"].rsplit(".", 1)[1]: m for m in data["models"]}
+
+    (good,) = by_model["good_join"]["findings"]
+    assert good["verdict_from"] == "plan" and good["verified"] is True and good["shuffle_free"] is True
+    assert "static_verdict" not in good and "not_planned" not in by_model["good_join"]
+
+    # The plan reads 1 of fact's 8 buckets through the aggregate; the static model saw no lookup.
+    (lookup,) = [f for f in by_model["pruned_agg"]["findings"] if f["kind"] == "lookup"]
+    # Line 2 of the compiled SQL (the config block leaves line 1 empty) names fact.
+    assert (lookup["buckets_read"], lookup["buckets"]) == (1, 8) and lookup["line"] == 2
+    assert lookup["sides"][0]["reasons"] == ["PLAN_ONLY"] and lookup["verdict_from"] == "plan"
+    assert lookup["static_verdict"] == {"absent": True}
+
+    first, second = by_model["outer_then_join"]["findings"]
+    assert first["verified"] is True and "static_verdict" not in first
+    assert second["static_verdict"]["shuffles"] == [True, True] and second["plan_shuffles"] == [False, True]
+    assert [s["shuffle"] for s in second["sides"]] == [False, True] and second["verified"] is False
+    assert second["sides"][0]["reasons"] == [] and second["sides"][1]["reasons"] == ["NOT_BUCKETED"]
+
+    missing = by_model["unknown_rel"]
+    assert "not_there" in missing["not_planned"].lower() or "not found" in missing["not_planned"].lower(), missing
+    assert all(f["verdict_from"] == "static" and f["unknown"] for f in missing["findings"])
+    assert data["static_disagreements"] == 2  # the missing lookup and the second join
+
+    code, out, _ = _check(project, "--no-compile", "--catalog", "live", "--select", *models)
+    assert "[from the plan: the static model said otherwise]" in out and "[plan agrees]" in out
+    assert "not planned, static verdicts" in out and "[from the plan: the static model has no finding here]" in out
+    assert "--catalog live: 3 of 4 models planned by Spark" in out
 
 
 def test_trino_engine(project):

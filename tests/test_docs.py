@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from spark_bucketing.checker import engines
+from spark_bucketing.checker import engines, plan_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -40,8 +40,13 @@ def test_every_config_is_documented_and_every_documented_config_exists():
 
 
 def test_every_reason_code_is_documented():
-    codes = {v for k, v in vars(engines).items() if k.isupper() and isinstance(v, str) and re.fullmatch(r"[A-Z_]+", v)}
-    assert "BUCKET_COUNT_MISMATCH" in codes
+    codes = {
+        v
+        for module in (engines, plan_verdicts)
+        for k, v in vars(module).items()
+        if k.isupper() and isinstance(v, str) and re.fullmatch(r"[A-Z_]+", v)
+    }
+    assert "BUCKET_COUNT_MISMATCH" in codes and "PLAN_SHUFFLES" in codes
     text = (DOCS / "checker.md").read_text()
     assert sorted(c for c in codes if f"`{c}`" not in text) == []
 

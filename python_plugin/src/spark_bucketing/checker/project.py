@@ -31,6 +31,12 @@ class ModelReport:
     path: str
     findings: list[Finding] = field(default_factory=list)
     verification: list[dict] | None = None
+    # --catalog live: "plan" where Spark planned the query and every verdict is the plan's,
+    # "static" where it could not (the reason in `not_planned`).
+    verdicts: str | None = None
+    not_planned: str | None = None
+    # Per finding, what the static model said where the plan answered otherwise (None: it agreed).
+    corrections: list = field(default_factory=list)
 
 
 @dataclass
@@ -41,19 +47,33 @@ class Report:
 
     def to_json(self) -> dict:
         out = {"engine": self.engine, "models": []}
+        if any(m.verdicts for m in self.models):
+            out["static_disagreements"] = self.static_disagreements()
         for m in self.models:
             findings = []
             for i, f in enumerate(m.findings):
                 item = f.to_json()
-                if m.verification is not None:
+                if m.verdicts:
+                    item["verdict_from"] = m.verdicts
+                    correction = m.corrections[i] if i < len(m.corrections) else None
+                    if correction is not None:
+                        item["static_verdict"] = correction.to_json()
+                if m.verification is not None and i < len(m.verification):
                     item["verified"] = m.verification[i]["matched"]
                     key = "plan_buckets" if f.kind == "lookup" else "plan_shuffles"
                     item[key] = m.verification[i]["plan"]
                     if "plan_sorts" in m.verification[i]:
                         item["plan_sorts"] = m.verification[i]["plan_sorts"]
                 findings.append(item)
-            out["models"].append({"model": m.unique_id, "findings": findings})
+            model = {"model": m.unique_id, "findings": findings}
+            if m.not_planned:
+                model["not_planned"] = m.not_planned
+            out["models"].append(model)
         return out
+
+    def static_disagreements(self) -> int:
+        """Findings the static model got wrong, as the plans of --catalog live show."""
+        return sum(1 for m in self.models for c in m.corrections if c is not None)
 
     def shuffling_bucketed_joins(self) -> list[tuple[ModelReport, Finding]]:
         return [
@@ -180,12 +200,35 @@ def run_check(
             ]
         else:
             report.findings = analyze_sql(code, catalog, settings)
-            if verify_with is not None:
+            if catalog_mode == "live" and settings.engine == "spark":
+                _take_the_plans_verdicts(report, client, code, stated)
+            elif verify_with is not None:
                 from spark_bucketing.checker.verify import verify
 
                 report.verification = verify(verify_with, code, report.findings, stated)
         reports.append(report)
     return Report(settings.engine, reports, time.perf_counter() - started)
+
+
+def _take_the_plans_verdicts(report: ModelReport, client, code: str, stated: dict[str, str]) -> None:
+    """--catalog live: Spark plans the model and each verdict becomes the plan's; where it cannot
+    plan it (a relation not built yet), the static verdicts stay, marked so."""
+    from spark_bucketing.checker.plan_verdicts import Correction, adopt_plan, plan_only_findings
+    from spark_bucketing.checker.verify import plan_answers
+
+    try:
+        answers = plan_answers(client, code, report.findings, stated, every_scan=True)
+    except Exception as exc:  # noqa: BLE001 - any failure to plan keeps the static verdicts, with the reason
+        report.verdicts = "static"
+        report.not_planned = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        report.corrections = [None] * len(report.findings)
+        return
+    report.verdicts = "plan"
+    report.verification = answers.results
+    report.corrections = adopt_plan(report.findings, answers.results)
+    extra = plan_only_findings(code, answers.leftover)
+    report.findings += extra
+    report.corrections += [Correction(absent=True) for _ in extra]
 
 
 def format_text(report: Report) -> str:
@@ -196,14 +239,10 @@ def format_text(report: Report) -> str:
         if not m.findings:
             continue
         lines.append(f"{m.unique_id} ({m.path})")
+        if m.not_planned:
+            lines.append(f"  (not planned, static verdicts: {m.not_planned})")
         for i, f in enumerate(m.findings):
-            check = ""
-            if m.verification is not None:
-                matched, plan = m.verification[i]["matched"], m.verification[i]["plan"]
-                if matched is not None:
-                    check = "  [plan agrees]" if matched else "  [PLAN DISAGREES]"
-                elif isinstance(plan, str):
-                    check = f"  [plan: {plan}]"
+            check = _check_mark(m, i)
             if f.kind == "lookup":
                 lookups["pruned" if f.buckets_read != f.buckets else "all"] += 1
                 lines += _lookup_lines(f, check)
@@ -232,7 +271,30 @@ def format_text(report: Report) -> str:
         f"{len(bad)} joins between bucketed relations shuffle; "
         f"{lookups['pruned']} lookups read some buckets, {lookups['all']} read every bucket"
     )
+    planned = [m for m in report.models if m.verdicts == "plan"]
+    if any(m.verdicts for m in report.models):
+        lines.append(
+            f"--catalog live: {len(planned)} of {len(report.models)} models planned by Spark, their verdicts"
+            f" the plan's; the static model disagreed on {report.static_disagreements()} findings"
+        )
     return "\n".join(lines)
+
+
+def _check_mark(m: ModelReport, i: int) -> str:
+    """What the plan said of finding `i`: from --verify (whether the static verdict matched), or under
+    --catalog live (the verdict is the plan's; where the static model said otherwise, that it did)."""
+    if m.verdicts == "plan":
+        if i >= len(m.verification or []):
+            return "  [from the plan: the static model has no finding here]"
+        if m.corrections[i] is not None:
+            return "  [from the plan: the static model said otherwise]"
+        return "  [plan agrees]"
+    if m.verification is None:
+        return ""
+    matched, plan = m.verification[i]["matched"], m.verification[i]["plan"]
+    if matched is not None:
+        return "  [plan agrees]" if matched else "  [PLAN DISAGREES]"
+    return f"  [plan: {plan}]" if isinstance(plan, str) else ""
 
 
 def _lookup_lines(f: Finding, check: str) -> list[str]:

@@ -21,6 +21,10 @@ EXCHANGES = {"Exchange", "ReusedExchange"}
 SORT_ORDERING = SORT_ORDERING_SETTING
 
 
+class PlanError(Exception):
+    """Spark could not plan the query (EXPLAIN gave its error)."""
+
+
 @dataclass
 class PlanNode:
     kind: str  # join | aggregate | window
@@ -130,7 +134,22 @@ def explain(client, sql: str, conf: dict[str, str]) -> Node:
     it starts from (Exchanges placed, the extension's coalesced bucket reads
     among them), which later re-planning changes only as the data's sizes decide (a broadcast)."""
     with session_conf(client, conf):
-        return parse_plan(client.query(f"EXPLAIN {sql}")[0][0])
+        text = client.query(f"EXPLAIN {sql}")[0][0]
+    if "== Physical Plan ==" not in text:
+        # EXPLAIN answers a query it cannot plan with a line of text and no cause; analysing it says why.
+        raise PlanError(_why_unplanned(client, sql) or " ".join(text.split())[:500])
+    return parse_plan(text)
+
+
+def _why_unplanned(client, sql: str) -> str | None:
+    try:
+        client.query(f"DESCRIBE QUERY {sql}")
+    except Exception as exc:  # noqa: BLE001 - the analyser's error is the answer
+        # dbt's errors open with their kind ("Runtime Error"), Spark's cause on the lines after.
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        lines = [line for line in lines if line not in ("Runtime Error", "Database Error")]
+        return lines[0][:500] if lines else type(exc).__name__
+    return None
 
 
 def plan_settings(conf: dict[str, str]) -> dict[str, str]:
@@ -144,11 +163,29 @@ def plan_settings(conf: dict[str, str]) -> dict[str, str]:
 def verify(client, sql: str, findings: list[Finding], conf: dict[str, str] | None = None) -> list[dict]:
     """Per finding: the plan's answer, under the settings the model runs with,
     and whether the static verdict matched."""
+    return plan_answers(client, sql, findings, conf).results
+
+
+@dataclass
+class PlanAnswers:
+    """Per finding, the plan's answer; and what the plan has that no finding
+    stands for: operators (`{"kind", "keys", "shuffles"}`) and scans that read
+    some of their buckets (`{"kind": "lookup", "relation", "buckets_read", "buckets"}`)."""
+
+    results: list[dict]
+    leftover: list[dict]
+
+
+def plan_answers(
+    client, sql: str, findings: list[Finding], conf: dict[str, str] | None = None, every_scan: bool = False
+) -> PlanAnswers:
+    """verify()'s answers, and the plan's leftovers (the pruned scans among
+    them only with `every_scan`, which plans once more when no finding is a lookup)."""
     with session_conf(client, plan_settings(conf or {})):
-        return _verify(client, sql, findings)
+        return _verify(client, sql, findings, every_scan)
 
 
-def _verify(client, sql: str, findings: list[Finding]) -> list[dict]:
+def _verify(client, sql: str, findings: list[Finding], every_scan: bool) -> PlanAnswers:
     nodes = plan_nodes(explain(client, sql, {}))
     results = []
     for f in findings:
@@ -158,7 +195,8 @@ def _verify(client, sql: str, findings: list[Finding]) -> list[dict]:
             results.append(None)  # below, from one more plan
         else:
             results.append(_match_operator(f, nodes))
-    if any(r is None for r in results):
+    found: list = []
+    if every_scan or any(r is None for r in results):
         # Spark drops the bucketed read of a scan no join needs, and with it the
         # count it prints; the pruning itself stays. Keep the scans bucketed to see it.
         found = scans(explain(client, sql, {"spark.sql.sources.bucketing.autoBucketedScan.enabled": "false"}))
@@ -172,7 +210,13 @@ def _verify(client, sql: str, findings: list[Finding]) -> list[dict]:
             if r.get("matched") and any(s.sort == "skippable" for s in f.sides):
                 again = _match_operator(f, ordered, skippable_as_skipped=True)
                 r["matched"] = bool(again["matched"])
-    return results
+    leftover = [{"kind": n.kind, "keys": n.keys, "shuffles": n.shuffles} for n in nodes if not n.used]
+    leftover += [
+        {"kind": "lookup", "relation": t, "buckets_read": sel[0], "buckets": sel[1]}
+        for t, sel in found
+        if sel and sel[0] < sel[1]
+    ]
+    return PlanAnswers(results, leftover)
 
 
 def _match_operator(f: Finding, nodes: list[PlanNode], skippable_as_skipped: bool = False) -> dict:

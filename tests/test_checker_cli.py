@@ -27,13 +27,20 @@ QUERIES = {
     "broken_sql": "select from from where",
     "unknown_rel": "select * from {{ ref('fact') }} f join some_schema.not_there x on f.k = x.k",
     "source_join": "select * from {{ ref('fact') }} f join {{ source('raw', 'events') }} e on f.k = e.k",
-    # What the static model does not follow yet (issue 64), which --catalog live takes from the plan: a
-    # filter Spark carries through an aggregate to the scan (1 of 8 buckets read); a full join the next
-    # join's inner condition makes a right outer join, whose output keeps the right side's partitioning
-    # (the next join's left side is not shuffled again).
+    # Filters and joins Spark's optimizer moves, which the static model follows: a filter carried through
+    # an aggregate to the scan (1 of 8 buckets read); a full join the next join's inner condition makes a
+    # right outer join, whose output keeps the right side's partitioning (the next join's left side is
+    # not shuffled again).
     "pruned_agg": "select * from (select k, count(*) as n from {{ ref('fact') }} group by k) a\nwhere a.k = 1",
     "outer_then_join": "select a.k, b.k as bk from {{ ref('plain') }} a full join {{ ref('plain') }} b on a.k = b.k\n"
     "join {{ ref('plain') }} c on c.k = b.k",
+    # A DISTINCT over a UNION ALL of two bucketed reads, which keeps their placement: the live test below
+    # makes the static verdict wrong on purpose, to see --catalog live replace it and count it.
+    "union_distinct": "select distinct a.k from (select k, v from {{ ref('fact') }}\n"
+    "union all select k, v from {{ ref('dim') }}) a",
+    # What the static model does not follow yet (issue 64), which --catalog live takes from the plan: the
+    # aggregation by (k, v) Spark plans under a COUNT(DISTINCT v) grouped by k.
+    "distinct_count": "select k, count(distinct v) as n from {{ ref('fact') }}\ngroup by k",
 }
 # A source table that exists, bucketed by k into 8, whose sources.yml states nothing about bucketing.
 SOURCES = """
@@ -206,11 +213,24 @@ def test_verify_against_the_built_tables_and_live_catalog(project):
     assert "[plan agrees]" in out
 
 
-def test_live_verdicts_are_the_plans(project):
+def test_live_verdicts_are_the_plans(project, monkeypatch):
     """--catalog live: every verdict is Spark's plan's. What the static model got wrong is kept beside
     it and counted, what only the plan has becomes a finding, and a model Spark cannot plan keeps the
     static verdicts, marked so."""
-    models = ["good_join", "pruned_agg", "outer_then_join", "unknown_rel"]
+    from spark_bucketing.checker import project as checker_project
+
+    static = checker_project.analyze_sql
+
+    def wrong_on_distinct(code, catalog, settings):
+        """The static model, wrong on purpose on the DISTINCT over the UNION (it gets that shape right)."""
+        findings = static(code, catalog, settings)
+        for f in findings:
+            if f.kind == "distinct" and "union all" in code:
+                f.sides[0].shuffle, f.sides[0].reasons = True, ["UNION"]
+        return findings
+
+    monkeypatch.setattr(checker_project, "analyze_sql", wrong_on_distinct)
+    models = ["good_join", "pruned_agg", "outer_then_join", "union_distinct", "distinct_count", "unknown_rel"]
     code, out, _ = _check(project, "--no-compile", "--format", "json", "--catalog", "live", "--select", *models)
     assert code == 0
     data = json.loads(out)
@@ -220,28 +240,41 @@ def test_live_verdicts_are_the_plans(project):
     assert good["verdict_from"] == "plan" and good["verified"] is True and good["shuffle_free"] is True
     assert "static_verdict" not in good and "not_planned" not in by_model["good_join"]
 
-    # The plan reads 1 of fact's 8 buckets through the aggregate; the static model saw no lookup.
+    # The plan reads 1 of fact's 8 buckets through the aggregate, as the static model says.
     (lookup,) = [f for f in by_model["pruned_agg"]["findings"] if f["kind"] == "lookup"]
-    # Line 2 of the compiled SQL (the config block leaves line 1 empty) names fact.
-    assert (lookup["buckets_read"], lookup["buckets"]) == (1, 8) and lookup["line"] == 2
-    assert lookup["sides"][0]["reasons"] == ["PLAN_ONLY"] and lookup["verdict_from"] == "plan"
-    assert lookup["static_verdict"] == {"absent": True}
+    # Line 3 of the compiled SQL (the config block leaves line 1 empty) holds the filter.
+    assert (lookup["buckets_read"], lookup["buckets"]) == (1, 8) and lookup["line"] == 3
+    assert lookup["verdict_from"] == "plan" and lookup["verified"] is True and "static_verdict" not in lookup
 
     first, second = by_model["outer_then_join"]["findings"]
     assert first["verified"] is True and "static_verdict" not in first
-    assert second["static_verdict"]["shuffles"] == [True, True] and second["plan_shuffles"] == [False, True]
-    assert [s["shuffle"] for s in second["sides"]] == [False, True] and second["verified"] is False
+    assert second["verified"] is True and "static_verdict" not in second and second["plan_shuffles"] == [False, True]
+    assert [s["shuffle"] for s in second["sides"]] == [False, True]
     assert second["sides"][0]["reasons"] == [] and second["sides"][1]["reasons"] == ["NOT_BUCKETED"]
+
+    # The static model (made wrong) shuffles for the DISTINCT over the UNION; the plan does not, and its
+    # verdict stands.
+    (distinct,) = by_model["union_distinct"]["findings"]
+    assert distinct["static_verdict"]["shuffles"] == [True] and distinct["static_verdict"]["reasons"] == [["UNION"]]
+    assert distinct["verified"] is False and [s["shuffle"] for s in distinct["sides"]] == [False]
+    assert distinct["sides"][0]["reasons"] == []
+
+    # The aggregation by (k, v) under COUNT(DISTINCT v) is only in the plan: it becomes a finding.
+    planned = [f for f in by_model["distinct_count"]["findings"] if f.get("static_verdict") == {"absent": True}]
+    assert len(planned) == 1, by_model["distinct_count"]
+    (only,) = planned
+    assert only["kind"] == "aggregate" and only["sides"][0]["keys"] == ["k", "v"] and only["line"] == 2
+    assert only["verdict_from"] == "plan" and only["shuffle_free"] is True
 
     missing = by_model["unknown_rel"]
     assert "not_there" in missing["not_planned"].lower() or "not found" in missing["not_planned"].lower(), missing
     assert all(f["verdict_from"] == "static" and f["unknown"] for f in missing["findings"])
-    assert data["static_disagreements"] == 2  # the missing lookup and the second join
+    assert data["static_disagreements"] == 2  # the DISTINCT's shuffle and the aggregation only the plan has
 
     code, out, _ = _check(project, "--no-compile", "--catalog", "live", "--select", *models)
     assert "[from the plan: the static model said otherwise]" in out and "[plan agrees]" in out
     assert "not planned, static verdicts" in out and "[from the plan: the static model has no finding here]" in out
-    assert "--catalog live: 3 of 4 models planned by Spark" in out
+    assert "--catalog live: 5 of 6 models planned by Spark" in out
 
 
 def test_trino_engine(project):

@@ -133,8 +133,19 @@ def test_verify_plans_under_the_models_settings_and_skips_broadcasts(corpus):
     (result,) = verify(client, superset, findings)
     assert result["matched"] is False
 
-    # The plain side would be shuffled; broadcast by the hint, it is not.
-    hinted = f"select /*+ BROADCAST(y) */ * from {S}.a8 x join {S}.p y on x.k = y.k"
-    findings = analyze_sql(hinted, catalog, EngineSettings("spark", {}))
-    (result,) = verify(client, hinted, findings)
+    # The plain side would be shuffled; broadcast by its size under the model's threshold (which the
+    # checker does not model), it is not: no verdict to compare.
+    plain = f"select * from {S}.a8 x join {S}.p y on x.k = y.k"
+    findings = analyze_sql(plain, catalog, EngineSettings("spark", {}))
+    assert [s.shuffle for s in findings[0].sides] == [False, True]
+    (result,) = verify(client, plain, findings, {"spark.sql.autoBroadcastJoinThreshold": "10MB"})
     assert result == {"matched": None, "plan": "broadcast join"}
+    # Broadcast by the query's hint, which the checker follows: no side shuffled, as the plan says.
+    hinted = f"select /*+ BROADCAST(y) */ * from {S}.a8 x join {S}.p y on x.k = y.k"
+    (finding,) = analyze_sql(hinted, catalog, EngineSettings("spark", {}))
+    assert [s.shuffle for s in finding.sides] == [
+        False,
+        False,
+    ] and "broadcast by the query's hint" in finding.suggestions[0]
+    (result,) = verify(client, hinted, [finding])
+    assert result["matched"] is True and result["plan"] == [False, False]

@@ -131,6 +131,22 @@ CORPUS = [
     ("right join 8 vs 16", {}, "select * from {S}.a8 a right join {S}.c16 c on a.k = c.k"),
     ("full join", {}, "select * from {S}.a8 a full outer join {S}.b8 b on a.k = b.k"),
     ("left join plain", {}, "select * from {S}.a8 a left join {S}.p on a.k = p.k"),
+    # outer joins Spark narrows: a later inner join's equality or a WHERE filter rejects the padded rows
+    (
+        "full join narrowed to right by the next join",
+        {},
+        "select * from {S}.p full join {S}.a8 a on p.k = a.k join {S}.b8 b on a.k = b.k",
+    ),
+    (
+        "full join narrowed, bucketed side kept",
+        {},
+        "select * from {S}.a8 a full join {S}.p on a.k = p.k join {S}.b8 b on b.k = a.k where a.g > 1",
+    ),
+    (
+        "left join narrowed by a filter",
+        {},
+        "select * from {S}.p left join {S}.a8 a on p.k = a.k join {S}.b8 b on a.k = b.k where a.v <> 'x'",
+    ),
     # three-way joins
     ("three-way bucketed", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k join {S}.m8 m on b.k = m.k"),
     ("three-way then 16", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k join {S}.c16 c on a.k = c.k"),

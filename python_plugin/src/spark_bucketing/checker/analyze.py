@@ -11,6 +11,7 @@ and the findings in query order."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import sqlglot
 from sqlglot import exp
@@ -41,8 +42,12 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
         query = walk(_without_redundant_casts(qualified, catalog))
         if query is None:
             return []
+        lookups = lookup_findings(query, catalog, settings)
         scans = scan_outputs(query, catalog, settings)
-        findings = join_and_grouping_findings(query, scans, settings) + lookup_findings(query, catalog, settings)
+        for table in lookups.never_true:
+            scans[table] = replace(scans[table], empty=True)
+        findings, vanished = join_and_grouping_findings(query, scans, settings)
+        findings += [f for table, f in lookups.findings.items() if table not in vanished]
     except Exception as err:  # a query the passes do not handle: its verdict is unknown, the others still reported
         why = f"the checker could not analyse this query ({type(err).__name__}: {err}); please report it with the query"
         return [Finding("query", 1, [], [why], unknown=True)]
@@ -91,6 +96,6 @@ def _without_redundant_casts(query: exp.Expression, catalog: Catalog) -> exp.Exp
 
 def _in_query_order(findings: list[Finding]) -> list[Finding]:
     for f in findings:
-        if f.unknown and not any("not in the catalog" in s for s in f.suggestions):
+        if f.unknown and not any("not in the catalog" in s or "the verdict is unknown" in s for s in f.suggestions):
             f.suggestions.append("a relation or column is unknown to the catalog; the verdict is a guess")
     return sorted(findings, key=lambda f: f.line)

@@ -49,15 +49,6 @@ class Block:
     def subquery(self, select: exp.Expression) -> Block | None:
         return self.subqueries.get(id(select))
 
-    def passes_filters(self) -> bool:
-        """A block Spark pushes a filter through unchanged: a plain SELECT."""
-        s = self.select
-        return (
-            s is not None
-            and not any(s.args.get(k) for k in ("group", "distinct", "limit", "having", "qualify"))
-            and s.find(exp.Window) is None
-        )
-
 
 @dataclass
 class Query:

@@ -10,45 +10,80 @@ satisfies what the join or aggregation requires."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 from sqlglot import exp
 
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.blocks import Block, Query
+from spark_bucketing.checker.empty import EMPTY, LEFT, RIGHT, Vanished, join_over_empty
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.groupings import block_groupings, block_windows, judge_grouping
-from spark_bucketing.checker.join_keys import equi_pairs, key_of
-from spark_bucketing.checker.joins import JoinSide, SideChoice, coerced_sides, join_output, shuffle_choice
+from spark_bucketing.checker.join_keys import equi_pairs
+from spark_bucketing.checker.joins import (
+    JoinSide,
+    SideChoice,
+    broadcast_build,
+    broadcast_hinted,
+    broadcast_output,
+    coerced_sides,
+    join_output,
+    shuffle_choice,
+)
 from spark_bucketing.checker.keys import dedupe, describe_keys, join_side_reasons
 from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.model import Finding, Output, Part, Side
+from spark_bucketing.checker.needed import ALL, needed_outputs, window_used
 from spark_bucketing.checker.ordering import sort_state
-from spark_bucketing.checker.partitioning import kept_union_part, prefixed
+from spark_bucketing.checker.outer_joins import planned_join_kinds
+from spark_bucketing.checker.partitioning import filtered_unions, kept_union_part, prefixed, stock_union_part
 from spark_bucketing.checker.projection import project
+from spark_bucketing.checker.redundant import redundant_aggregates
+from spark_bucketing.checker.semi_joins import SemiJoin, push_target, subquery_joins
 from spark_bucketing.checker.suggestions import suggestions
 
 
-def join_and_grouping_findings(query: Query, scans: dict[int, Output], settings: EngineSettings) -> list[Finding]:
-    flow = _Flow(scans, settings)
-    flow.output(query.root)
+def join_and_grouping_findings(
+    query: Query, scans: dict[int, Output], settings: EngineSettings
+) -> tuple[list[Finding], set[int]]:
+    """The findings of the operators the plan has, and the scans (id() of
+    their table nodes) it does not have (empty.py)."""
+    flow = _Flow(scans, settings, needed_outputs(query), redundant_aggregates(query))
+    flow.filtered_unions = filtered_unions(query)
+    if flow.output(query.root).empty:
+        flow.vanished.block(query.root)
     for block in query.blocks:  # blocks no other block reads (e.g. scalar subqueries)
         flow.output(block)
-    return flow.findings
+    return [f for f in flow.findings if id(f) not in flow.vanished.finding_ids], flow.vanished.scans
 
 
 class _Flow:
     """Each block's output, computed once, readers asking for what they read."""
 
-    def __init__(self, scans: dict[int, Output], settings: EngineSettings):
+    def __init__(
+        self,
+        scans: dict[int, Output],
+        settings: EngineSettings,
+        needed: dict[int, set[str] | None],
+        redundant: set[int],
+    ):
         self.scans = scans
         self.settings = settings
+        self.needed = needed  # per block, the output columns its readers use (needed.py)
+        self.redundant = redundant  # blocks whose aggregation the optimizer removes (redundant.py)
         self.findings: list[Finding] = []
         self._outputs: dict[int, Output] = {}
+        self._spans: dict[int, tuple[int, int]] = {}  # per block, its findings and those of what it reads
+        self._semis_below: dict[int, list] = {}  # per block, the IN / EXISTS joins Spark moves into it
+        self.vanished = Vanished(self._spans, self.findings)
+        self.filtered_unions: set[int] = set()  # UNION ALL blocks a filter reaches (partitioning.py)
 
     def output(self, block: Block) -> Output:
         if id(block) not in self._outputs:
+            start = len(self.findings)
             self._outputs[id(block)] = self._compute(block)
+            self._spans[id(block)] = (start, len(self.findings))
         return self._outputs[id(block)]
 
     def _compute(self, block: Block) -> Output:
@@ -69,8 +104,18 @@ class _Flow:
 
     def set_operation_output(self, block: Block) -> Output:
         node = block.node
-        branches = [self.output(b) for b in block.branches]
-        first = branches[0] if branches else None
+        outputs = [self.output(b) for b in block.branches]
+        first = outputs[0] if outputs else None
+        for b, o in zip(block.branches, outputs, strict=True):
+            if o.empty:
+                self.vanished.block(b)
+        branches = [o for o in outputs if not o.empty]
+        if outputs and not branches:
+            return replace(first, empty=True)
+        if isinstance(node, exp.Union) and not node.args.get("distinct") and len(branches) == 1 < len(outputs):
+            # The other branches are empty: the plan reads this one alone, its partitioning kept.
+            (only,) = branches
+            return only if list(only.types) == list(first.types) else replace(only, unknown=True)
         types = dict(first.types) if first else {}
         part = None
         if isinstance(node, exp.Union) and node.args.get("distinct"):
@@ -87,7 +132,9 @@ class _Flow:
             )
             part = Part(options=[tuple(cols)], num=self.settings.shuffle_partitions, bucketed=False)
         elif isinstance(node, exp.Union):
-            part = kept_union_part(branches, self.settings)
+            part = kept_union_part(branches, self.settings) or stock_union_part(
+                branches, self.settings, id(block) in self.filtered_unions
+            )
         if part is not None and part.bucketed:
             return Output(part=part, types=types, base={c: (None, c) for c in types}, bucketed=True)
         return Output(
@@ -103,27 +150,49 @@ class _Flow:
 
     def select_output(self, block: Block) -> Output:
         select = block.select
-        sources = self.source_outputs(block)
         from_expr = select.args.get("from_") or select.args.get("from")
         if from_expr is None:
+            self.source_outputs(block)
             return Output(reasons=[E.NOT_BUCKETED])
         first_alias = from_expr.this.alias_or_name
         acc_aliases = [first_alias]
+        where = select.args.get("where")
+        aliases = [first_alias, *(j.this.alias_or_name for j in select.args.get("joins") or [])]
+        # Before the sources are judged: the joins Spark moves into them are judged there.
+        semis = self.place_semi_joins(block, aliases, where)
+        sources = self.source_outputs(block)
         first = sources.get(first_alias)
         part = prefixed(first.part, first_alias) if first else None
         unknown = bool(first and first.unknown)
-        for join in select.args.get("joins") or []:
+        start = len(self.findings)  # this block's own findings from here (its sources' came before)
+        empty = bool(first and first.empty)
+        self.vanished.sources(block, [a for a, o in sources.items() if o.empty and block.sources[a].table is not None])
+        kinds = planned_join_kinds(select, first_alias)
+        for join, kind in zip(select.args.get("joins") or [], kinds, strict=True):
             right_alias = join.this.alias_or_name
             right = sources.get(right_alias)
-            part, unk = self.judge_join(join, acc_aliases, right_alias, part, sources)
-            unknown = unknown or unk or bool(right and right.unknown)
+            if empty or (right is not None and right.empty):
+                part, empty = self.join_over_empty(block, kind, empty, acc_aliases, right_alias, part, sources, start)
+            else:
+                part, unk = self.judge_join(join, kind, acc_aliases, right_alias, part, sources)
+                unknown = unknown or unk or bool(right and right.unknown)
             acc_aliases.append(right_alias)
-        where = select.args.get("where")
-        if where is not None:
-            part, unk = self.judge_subqueries(where.this, block, acc_aliases, part, sources)
+        semis += self._semis_below.get(id(block), [])  # moved here from a reader's WHERE
+        if semis and not empty:
+            part, unk, empty = self.judge_semi_joins(semis, acc_aliases, part, sources)
             unknown = unknown or unk
+            if empty:
+                self.vanished.findings(start, len(self.findings))
+                self.vanished.sources(block, acc_aliases)
+        if empty and not _global_aggregate(select):
+            out = project(select, sources, None, single=len(acc_aliases) == 1, unknown=unknown)
+            return replace(out, empty=True)
 
-        windows = block_windows(select)
+        want = self.needed.get(id(block), ALL)
+        windows = [w for w in block_windows(select) if window_used(w, select, want)]
+        if id(block) in self.redundant:
+            # The reader's aggregation groups this block's input: no operator here, the partitioning passes.
+            return project(select, sources, part, single=len(acc_aliases) == 1, unknown=unknown)
         if part is not None and (select.args.get("group") is not None or select.args.get("distinct") or windows):
             part = replace(part, scan=False)
         for grouping in block_groupings(select, windows):
@@ -133,68 +202,132 @@ class _Flow:
 
     # ---- joins --------------------------------------------------------------
 
+    def join_over_empty(self, block, kind, left_empty, left_aliases, right_alias, left_part, sources, start):
+        """A join with an empty side (empty.py): no operator; (the
+        partitioning of what is left, whether it is empty)."""
+        right = sources[right_alias]
+        planned = join_over_empty(kind, left_empty, right.empty)
+        if planned in (EMPTY, RIGHT):
+            self.vanished.findings(start, len(self.findings))
+            self.vanished.sources(block, left_aliases)
+        if planned in (EMPTY, LEFT):
+            self.vanished.sources(block, [right_alias])
+        if planned == RIGHT:
+            return prefixed(right.part, right_alias), False
+        return (None, True) if planned == EMPTY else (left_part, False)
+
     def judge_join(
         self,
         join: exp.Join,
+        kind: str,
         left_aliases: list[str],
         right_alias: str,
         left_part: Part | None,
         sources: dict[str, Output],
     ) -> tuple[Part | None, bool]:
+        """`kind`: the join's kind as Spark plans it (outer_joins.py)."""
         pairs = equi_pairs(join.args.get("on"), set(left_aliases), right_alias)
-        kind = (join.args.get("kind") or "").lower()
-        if kind not in ("semi", "anti"):
-            kind = (join.args.get("side") or kind or "inner").lower()
         if sources.get(right_alias) is None or not pairs:
             return None, False  # a cross join or a non-equi join: not a shuffle question
-        return self.judge_pairs(pairs, kind, source_line(join), left_aliases, right_alias, left_part, sources)
+        build = broadcast_build(kind, left_aliases, right_alias, broadcast_hinted(join.parent_select))
+        if build is None:
+            return self.judge_pairs(pairs, kind, source_line(join), left_aliases, right_alias, left_part, sources)
+        return self.broadcast_join(build, pairs, kind, source_line(join), left_aliases, right_alias, left_part, sources)
 
-    def judge_subqueries(
-        self, where: exp.Expression, block: Block, left_aliases: list[str], part: Part | None, sources: dict
-    ) -> tuple[Part | None, bool]:
-        """`IN (subquery)` and `[NOT] EXISTS (subquery)` in a WHERE clause:
-        Spark plans them as left semi or anti joins on the keys they compare
-        (a correlated EXISTS on its equalities with the outer block). `NOT
-        IN` is a null-aware anti join, which Spark always broadcasts."""
+    def broadcast_join(self, build, pairs, kind, line, left_aliases, right_alias, left_part, sources):
+        """A join the query's hint makes a broadcast hash join: no side is
+        shuffled, and the streamed side's partitioning goes on (joins.py)."""
+        l_keys, r_keys = [lk for lk, _ in pairs], [rk for _, rk in pairs]
+        descs = [describe_keys(left_aliases, l_keys, sources), describe_keys([right_alias], r_keys, sources)]
+        sides = [
+            Side(relation=d.relation, keys=d.keys, bucketed=False, shuffle=False, local_keys=d.local) for d in descs
+        ]
+        finding = Finding("join", line, sides, join_type=kind, unknown=descs[0].unknown or descs[1].unknown)
+        finding.suggestions = [f"broadcast by the query's hint: the {build} side is copied to every task, no shuffle"]
+        self.findings.append(finding)
+        if build == "both":
+            finding.unknown = True
+            finding.suggestions = [
+                "the hint names both sides: Spark broadcasts the smaller by its statistics, which the checker "
+                "does not read: the verdict is unknown"
+            ]
+            return None, True
+        right_part = prefixed(sources[right_alias].part, right_alias)
+        # Keys of two types: the hash join compares a cast, which no partitioning of the other side names.
+        same_types = all(coerced_sides(l_keys, r_keys, sources, self.settings.ansi))
+        if build == "right":
+            return broadcast_output(kind, left_part, l_keys, r_keys if same_types else None), finding.unknown
+        return broadcast_output(kind, right_part, r_keys, l_keys if same_types else None), finding.unknown
+
+    def place_semi_joins(self, block: Block, aliases: list[str], where) -> list[tuple[SemiJoin, list]]:
+        """The WHERE clause's IN / EXISTS joins judged in this block; the
+        others are handed to the blocks Spark moves them into (semi_joins.py)."""
+        here = []
+        for semi, left in subquery_joins(where.this, block, aliases) if where is not None else []:
+            source = block.sources.get(aliases[0]) if len(aliases) == 1 else None
+            targets: list | None = []
+            if source is not None and source.block is not None and source.block.readers == 1:
+                # A join on one column moves (several: judged here, as written); NOT IN is broadcast anyway.
+                if semi.kind != "anti (null-aware)" and len(left) == 1 and isinstance(left[0], tuple):
+                    targets = push_target(source.block, left[0][1], self.needed)
+            if targets is None:
+                semi.unknown = True
+            for target, key in targets or []:
+                self._semis_below.setdefault(id(target), []).append((semi, [key]))
+            if not targets:
+                here.append((semi, left))
+        return here
+
+    def judge_semi_joins(
+        self, semis: list[tuple[SemiJoin, list]], left_aliases: list[str], part: Part | None, sources: dict
+    ) -> tuple[Part | None, bool, bool]:
+        """Semi and anti joins on this block's rows: `NOT IN` is a null-aware
+        anti join, which Spark always broadcasts. Returns the partitioning,
+        whether a side is unknown, and whether the block is empty (a semi
+        join with an empty subquery)."""
         unknown = False
-        only = left_aliases[0] if len(left_aliases) == 1 else None
-        conjuncts = where.flatten() if isinstance(where, exp.And) else [where]
-        for n, pred in enumerate(conjuncts):
-            negated = isinstance(pred, exp.Not)
-            inner = pred.this if negated else pred
-            if isinstance(inner, exp.In) and isinstance(inner.args.get("query"), exp.Subquery):
-                sub = inner.args["query"].this
-                sub_block = block.subquery(sub)
-                if sub_block is None or not isinstance(sub, exp.Select) or len(sub.expressions) != 1:
-                    continue
-                alias = f"__sb_subquery_{n}"
-                right = self.output(sub_block)
-                pairs = [(key_of(inner.this, only), (alias, sub.expressions[0].alias_or_name.lower()))]
-                if negated:
-                    self.null_aware_anti_join(inner, pairs, left_aliases, alias, {**sources, alias: right})
-                    continue
-                kind = "semi"
-            elif isinstance(inner, exp.Exists) and isinstance(inner.this, exp.Select):
-                sub = inner.this
-                sub_block = block.subquery(sub)
-                from_expr = sub.args.get("from_") or sub.args.get("from")
-                if sub_block is None or from_expr is None or sub.args.get("joins") or sub.args.get("where") is None:
-                    continue
-                alias = from_expr.this.alias_or_name
-                right = self.source_outputs(sub_block).get(alias)
-                if right is None or alias in left_aliases:
-                    continue
-                pairs = equi_pairs(sub.args["where"].this, set(left_aliases), alias)
-                if not pairs:
-                    continue
-                kind = "anti" if negated else "semi"
+        for semi, left in semis:
+            if semi.right_from_item:
+                right = self.source_outputs(semi.right_block).get(semi.right_alias)
             else:
+                right = self.output(semi.right_block)
+            if right is None:
+                continue
+            if right.empty:
+                self.vanished.block(semi.right_block)
+                if semi.kind == "semi":
+                    return part, unknown, True
+                continue
+            if semi.judged:
+                self.plan_subquery_again(semi)
+            semi.judged += 1
+            with_right = {**sources, semi.right_alias: right}
+            pairs = list(zip(left, semi.right_keys, strict=True))
+            if semi.kind == "anti (null-aware)":
+                self.null_aware_anti_join(semi.node, pairs, left_aliases, semi.right_alias, with_right)
                 continue
             part, unk = self.judge_pairs(
-                pairs, kind, source_line(inner), left_aliases, alias, part, {**sources, alias: right}
+                pairs, semi.kind, semi.line, left_aliases, semi.right_alias, part, with_right, not semi.right_from_item
             )
+            if semi.unknown:
+                self.findings[-1].unknown = True
+                self.findings[-1].suggestions.insert(
+                    0,
+                    "Spark moves this IN/EXISTS join into the branches of the UNION it filters, in a way the "
+                    "checker does not model: the verdict is unknown",
+                )
             unknown = unknown or unk or right.unknown
-        return part, unknown
+        return part, unknown, False
+
+    def plan_subquery_again(self, semi: SemiJoin) -> None:
+        """A join moved into several UNION branches: Spark plans its subquery
+        once per branch, each with its own operators (their findings, again)."""
+        block = semi.right_block
+        if semi.right_from_item:
+            block = block.sources[semi.right_alias].block
+        if block is not None and id(block) in self._spans:
+            start, end = self._spans[id(block)]
+            self.findings.extend(copy.deepcopy(f) for f in self.findings[start:end])
 
     def null_aware_anti_join(self, node, pairs, left_aliases, alias, sources) -> None:
         left = describe_keys(left_aliases, [pairs[0][0]], sources)
@@ -221,6 +354,7 @@ class _Flow:
         right_alias: str,
         left_part: Part | None,
         sources: dict[str, Output],
+        in_subquery: bool = False,
     ) -> tuple[Part | None, bool]:
         """Judges one join of the sources at `left_aliases` with the one at
         `right_alias` on `pairs` of keys; returns the join's output
@@ -229,7 +363,7 @@ class _Flow:
         l_keys, r_keys = [lk for lk, _ in pairs], [rk for _, rk in pairs]
         left = JoinSide(left_part, l_keys, describe_keys(left_aliases, l_keys, sources))
         right = JoinSide(right_part, r_keys, describe_keys([right_alias], r_keys, sources))
-        left.type_ok, right.type_ok = coerced_sides(l_keys, r_keys, sources, self.settings.ansi)
+        left.type_ok, right.type_ok = coerced_sides(l_keys, r_keys, sources, self.settings.ansi, in_subquery)
         unknown = left.desc.unknown or right.desc.unknown
         choice = shuffle_choice(left, right, self.settings)
 
@@ -257,3 +391,10 @@ class _Flow:
             local_keys=s.desc.local,
             sort=sort_state(s.part, s.keys, shuffled.shuffle, self.settings, num) if plain_join else None,
         )
+
+
+def _global_aggregate(select: exp.Select) -> bool:
+    """An aggregation without GROUP BY: one row, even over no rows."""
+    return select.args.get("group") is None and any(
+        p.find(exp.AggFunc) is not None and p.find(exp.Window) is None for p in select.expressions
+    )

@@ -6,7 +6,9 @@ suggestions)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from sqlglot import exp
 
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.engines import EngineSettings
@@ -49,16 +51,22 @@ class ShuffleChoice:
     placed_by: str = "spark"  # the kept side's hash: the extension shuffles to match a Hive-hash side
 
 
-def coerced_sides(l_keys: list, r_keys: list, sources: dict[str, Output], ansi: bool) -> tuple[bool, bool]:
+def coerced_sides(
+    l_keys: list, r_keys: list, sources: dict[str, Output], ansi: bool, in_subquery: bool = False
+) -> tuple[bool, bool]:
     """Whether each side keeps its key types. Spark coerces the two keys of a
     pair to one type, casting the narrower side (both when neither is
     numeric-wider), also when the other key is itself a CAST: that cast's
-    type is the key's type."""
+    type is the key's type. `x IN (subquery)` takes the pair's common type,
+    which is the string for a string and a number (not ANSI), where `=`
+    casts the string."""
     l_ok, r_ok = True, True
     for lk, rk in zip(l_keys, r_keys, strict=True):
         lt, rt = key_type(lk, sources), key_type(rk, sources)
         if lt and rt and norm_type(lt) != norm_type(rt):
             kept = wider(lt, rt, ansi)
+            if in_subquery and not ansi and "string" in (norm_type(lt), norm_type(rt)):
+                kept = "left" if norm_type(lt) == "string" else "right"
             l_ok = l_ok and kept == "left"
             r_ok = r_ok and kept == "right"
     return l_ok, r_ok
@@ -116,11 +124,11 @@ def join_output(kind: str, left: JoinSide, right: JoinSide, choice: ShuffleChoic
     """The join's output partitioning: a shuffled side's is its keys'."""
 
     def out(s: JoinSide, c: SideChoice) -> Part | None:
-        return (
-            Part(options=[tuple(s.keys)], num=choice.num, bucketed=False, hash=choice.placed_by)
-            if c.shuffle
-            else s.part
-        )
+        if not c.shuffle:
+            return s.part
+        if not s.type_ok:
+            return None  # Spark casts these keys to the other side's type: partitioned by the casts, not the columns
+        return Part(options=[tuple(s.keys)], num=choice.num, bucketed=False, hash=choice.placed_by)
 
     l_out, r_out = out(left, choice.left), out(right, choice.right)
     if not (left.plain and right.plain) or kind == "full":
@@ -130,5 +138,43 @@ def join_output(kind: str, left: JoinSide, right: JoinSide, choice: ShuffleChoic
     if kind == "right":
         return r_out
     options = (l_out.options if l_out else []) + (r_out.options if r_out else [])
+    if not options:
+        return None
     bucketed = bool(l_out and l_out.bucketed) and not choice.left.shuffle and not choice.right.shuffle
     return Part(options=options, num=choice.num, bucketed=bucketed, hash=choice.placed_by)
+
+
+BROADCAST_HINTS = ("broadcast", "broadcastjoin", "mapjoin")
+
+
+def broadcast_hinted(select) -> set[str]:
+    """The relations a SELECT's BROADCAST (BROADCASTJOIN, MAPJOIN) hint names."""
+    hint = select.args.get("hint")
+    names: set[str] = set()
+    for h in hint.expressions if hint is not None else []:
+        if isinstance(h, exp.JoinHint) and str(h.this).lower() in BROADCAST_HINTS:
+            names |= {t.name for t in h.expressions}
+    return names
+
+
+def broadcast_build(kind: str, left_aliases: list[str], right_alias: str, hinted: set[str]) -> str | None:
+    """The side Spark broadcasts for a hinted join ("left" or "right"), or
+    None: it builds the right side of an inner, left outer, semi or anti
+    join, the left of an inner or right outer one (a single relation). Both
+    sides hinted on an inner join: the smaller by statistics, not modelled
+    (None: the caller says unknown)."""
+    right = right_alias in hinted and kind in ("inner", "left", "semi", "anti")
+    left = len(left_aliases) == 1 and left_aliases[0] in hinted and kind in ("inner", "right")
+    if right and left:
+        return "both"
+    return "right" if right else "left" if left else None
+
+
+def broadcast_output(kind: str, streamed: Part | None, keys: list, build_keys: list | None) -> Part | None:
+    """A broadcast hash join keeps its streamed side's partitioning; an
+    inner one also satisfies the broadcast side's equal keys (`build_keys`,
+    None where the keys' types differ)."""
+    if streamed is None or kind != "inner" or build_keys is None:
+        return streamed
+    extra = [tuple(build_keys[keys.index(c)] for c in opt) for opt in streamed.options if all(c in keys for c in opt)]
+    return replace(streamed, options=streamed.options + extra)

@@ -23,3 +23,20 @@ def wider(left: str, right: str, ansi: bool = False) -> str | None:
             return side if other == common else None
         return side
     return None
+
+
+def arithmetic_type(e, column_type: str | None) -> str | None:
+    """The type of `column + 1` (or -, *) with an integral column of
+    `column_type`: the column's, at least int (the literal's), as Spark's
+    analyzer widens it. None for anything else."""
+    from sqlglot import exp
+
+    if not isinstance(e, exp.Add | exp.Sub | exp.Mul):
+        return None
+    column, literal = (e.left, e.right) if isinstance(e.left, exp.Column) else (e.right, e.left)
+    if not isinstance(column, exp.Column) or not (isinstance(literal, exp.Literal) and literal.is_int):
+        return None
+    t = norm_type(column_type or "")
+    if t not in ("tinyint", "smallint", "int", "bigint") or not -(2**31) <= int(literal.this) < 2**31:
+        return None
+    return "bigint" if t == "bigint" else "int"

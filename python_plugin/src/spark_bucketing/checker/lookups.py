@@ -13,25 +13,32 @@ equalities (`a.k = b.k AND a.k = 5` filters b on 5 too)."""
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from spark_bucketing import hashing
 from spark_bucketing.checker import engines as E
-from spark_bucketing.checker.blocks import Query
+from spark_bucketing.checker.blocks import Block, Query
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.extension_lookups import EVERY_COLUMN, FLOAT_KEY, extension_selected
+from spark_bucketing.checker.groupings import block_windows
+from spark_bucketing.checker.keytypes import NUMERIC_ORDER, arithmetic_type, norm_type, wider
 from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.literals import (
     CASTS_COLUMN,
+    INTEGRAL,
     LITERAL_TYPE,
     NOT_PRUNABLE,
     OR_OTHER,
+    OUT_OF_RANGE,
     literal_value,
     on_column,
     typed,
 )
 from spark_bucketing.checker.model import Finding, Side
+from spark_bucketing.checker.needed import needed_outputs, window_used
+from spark_bucketing.checker.outer_joins import planned_join_kinds
 from spark_bucketing.checker.relations import Catalog, RelationInfo
 
 ONE_COLUMN = "PRUNING_NEEDS_ONE_BUCKET_COLUMN"
@@ -40,32 +47,123 @@ LITERAL_FIRST = "LITERAL_BEFORE_COLUMN"
 ALL = None  # every bucket
 
 
-def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) -> list[Finding]:
-    """Pass 3: per scan of a bucketed table, the filters that reach it and the buckets they select."""
+@dataclass
+class ScanLookups:
+    """Per scan (the id() of its table node): its lookup finding, and a filter no row of it passes."""
+
+    findings: dict[int, Finding] = field(default_factory=dict)
+    never_true: dict[int, exp.Expression] = field(default_factory=dict)
+
+
+def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) -> ScanLookups:
+    """Pass 1: per scan of a bucketed table, the filters that reach it and the
+    buckets they select; per scan of any known table, whether a filter that
+    reaches it is never true (never_true_filter)."""
+    out = ScanLookups()
     if settings.engine != "spark":
-        return []
+        return out
     pushed: dict[int, list[exp.Expression]] = {}  # per block: filters on its output columns (unqualified)
-    findings = []
+    needed = needed_outputs(query)
     for block in reversed(query.blocks):  # readers before the blocks they read
         select = block.select
         if select is None:
+            _into_branches(block, pushed.get(id(block), []), pushed)
             continue
         where, on_inner, on_outer = _block_filters(select)
         inferable = where + _substituted(pushed.get(id(block), []), select)
         filters = inferable + on_inner + on_outer
-        filters += _inferred(inferable, select, outer_too=True) + _inferred(on_inner, select, outer_too=False)
+        types = _source_types(block, catalog)
+        filters += _inferred(inferable, select, types, outer_too=True)
+        filters += _inferred(on_inner, select, types, outer_too=False)
         for alias, source in block.sources.items():
             if source.semi:
                 continue
             mine = [f for f in filters if _aliases(f) == {alias}]
             if source.table is not None:
                 info = catalog.get(source.name)
+                never = [f for f in mine if info is not None and never_true_filter(f, info)]
+                if never:
+                    out.never_true[id(source.table)] = never[0]
                 finding = _judge(info, mine, settings, source.node) if info and not info.unknown else None
                 if finding:
-                    findings.append(finding)
-            elif source.block is not None and source.block.readers == 1 and source.block.passes_filters():
-                pushed.setdefault(id(source.block), []).extend(_unqualified(f) for f in mine)
-    return findings
+                    out.findings[id(source.table)] = finding
+            elif source.block is not None and source.block.readers == 1:
+                passing = _passing_columns(source.block, needed.get(id(source.block), EVERY))
+                pushed.setdefault(id(source.block), []).extend(
+                    _unqualified(f) for f in mine if passing is EVERY or _names(f) <= passing
+                )
+    return out
+
+
+EVERY = None  # a filter on any output column passes
+
+
+def _passing_columns(block: Block, want: set[str] | None) -> set[str] | None:
+    """The output columns of `block` a filter above it may name and still be
+    pushed below it (PushPredicateThroughNonJoin): any, through a plain
+    SELECT, a DISTINCT or a set operation (into each branch); the grouping
+    columns, through a GROUP BY; the columns every window partitions by,
+    through windows (those whose values a reader uses, `want`: Spark drops
+    the others). None through a LIMIT or QUALIFY."""
+    select = block.select
+    if select is None:
+        return EVERY if isinstance(block.node, exp.Union) else set()
+    if any(select.args.get(k) for k in ("limit", "offset", "qualify")):
+        return set()
+    plain = {p.alias_or_name.lower(): p.unalias() for p in select.expressions if isinstance(p.unalias(), exp.Column)}
+    passing = EVERY
+    group = select.args.get("group")
+    if group is not None:
+        passing = {name for name, col in plain.items() if any(_same_name(col, g) for g in group.expressions)}
+    for window in block_windows(select):
+        if not window_used(window, select, want):
+            continue
+        keys = window.args.get("partition_by") or []
+        names = {name for name, col in plain.items() if any(_same_name(col, k) for k in keys)}
+        passing = names if passing is EVERY else passing & names
+    return passing
+
+
+def _same_name(col: exp.Column, e: exp.Expression) -> bool:
+    return (
+        isinstance(e, exp.Column)
+        and e.name.lower() == col.name.lower()
+        and (e.table or col.table) == (col.table or e.table)
+    )
+
+
+def _names(f: exp.Expression) -> set[str]:
+    return {c.name.lower() for c in f.find_all(exp.Column)}
+
+
+def _into_branches(block: Block, filters: list[exp.Expression], pushed: dict) -> None:
+    """A set operation's filters, on its output columns, renamed to each
+    branch's column at the same position (a UNION's branches read them)."""
+    if not filters or not isinstance(block.node, exp.Union) or not block.branches:
+        return
+    first = block.branches[0]
+    while first.select is None and first.branches:
+        first = first.branches[0]
+    if first.select is None:
+        return
+    positions = {p.alias_or_name.lower(): i for i, p in enumerate(first.select.expressions)}
+    for branch in block.branches:
+        names = _output_names(branch)
+        for f in filters:
+            if not _names(f) <= set(positions) or names is None:
+                continue
+            copy = f.copy()
+            for c in copy.find_all(exp.Column):
+                c.set("this", exp.to_identifier(names[positions[c.name.lower()]]))
+            pushed.setdefault(id(branch), []).append(copy)
+
+
+def _output_names(block: Block) -> list[str] | None:
+    while block.select is None and block.branches:
+        block = block.branches[0]
+    if block.select is None or any(isinstance(p, exp.Star) for p in block.select.expressions):
+        return None
+    return [p.alias_or_name.lower() for p in block.select.expressions]
 
 
 # ---- which filters reach which scan ----------------------------------------------------
@@ -86,59 +184,140 @@ def _aliases(e: exp.Expression) -> set[str]:
     return {c.table for c in e.find_all(exp.Column)}
 
 
+def _planned_joins(select: exp.Select) -> list[tuple[exp.Join, str]]:
+    """The block's joins with the kinds Spark plans them as (outer_joins.py)."""
+    joins = select.args.get("joins") or []
+    from_expr = select.args.get("from_") or select.args.get("from")
+    if not joins or from_expr is None:
+        return []
+    return list(zip(joins, planned_join_kinds(select, from_expr.this.alias_or_name), strict=True))
+
+
 def _block_filters(select: exp.Select) -> tuple[list, list, list]:
     """WHERE conjuncts, and the ON conjuncts Spark pushes into one join side:
-    any of an inner (or semi) join's, those on the right side of a LEFT JOIN."""
+    any of an inner (or semi) join's, those on the right side of a LEFT JOIN
+    and on the left side of a RIGHT JOIN."""
     where = select.args.get("where")
-    found = [c for c in _conjuncts(where.this if where else None) if not _null_test_on_outer(c, select)]
+    joins = _planned_joins(select)
+    found = [c for c in _conjuncts(where.this if where else None) if not _null_test_on_outer(c, joins)]
     inner, outer = [], []
-    for join in select.args.get("joins") or []:
-        side = (join.args.get("side") or "").lower()
+    for join, kind in joins:
         right = join.this.alias_or_name
         for c in _conjuncts(join.args.get("on")):
             aliases = _aliases(c)
             if len(aliases) != 1:
                 continue
-            if not side:
+            if kind in ("inner", "semi", "anti"):
                 inner.append(c)
-            elif side == "left" and aliases == {right}:
+            elif (kind == "left" and aliases == {right}) or (kind == "right" and aliases != {right}):
                 outer.append(c)
     return found, inner, outer
 
 
-def _null_test_on_outer(cond: exp.Expression, select: exp.Select) -> bool:
+def _null_test_on_outer(cond: exp.Expression, joins: list[tuple[exp.Join, str]]) -> bool:
     """`x IS NULL` on the nullable side of an outer join tests the join's
     missing rows, not the scan's: it stays above the join."""
-    joins = select.args.get("joins") or []
-    outer = {j.this.alias_or_name for j in joins if (j.args.get("side") or "").lower() in ("left", "full")}
+    outer = {j.this.alias_or_name for j, kind in joins if kind in ("left", "full")}
     return isinstance(cond, exp.Is) and bool(_aliases(cond) & outer)
 
 
-def _inferred(filters: list[exp.Expression], select: exp.Select, outer_too: bool) -> list[exp.Expression]:
+def _inferred(filters: list[exp.Expression], select: exp.Select, types: dict, outer_too: bool) -> list[exp.Expression]:
     """`a.k = b.k` with `a.k = 5` (or IN): the optimizer adds `b.k = 5`. A
     WHERE filter crosses a LEFT JOIN's equalities too (on the right side it
-    turns the join inner); an inner ON filter crosses inner equalities only."""
-    if any((j.args.get("side") or "").lower() == "full" for j in select.args.get("joins") or []):
+    turns the join inner); an inner ON filter crosses inner equalities only.
+    Not an equality of two types (Spark compares a cast, `types`: per alias,
+    its columns' types), which it infers nothing from."""
+    joins = _planned_joins(select)
+    if any(kind == "full" for _, kind in joins):
         return []
     equal = []
-    for join in select.args.get("joins") or []:
-        if join.args.get("side") and not outer_too:
+    for join, kind in joins:
+        if kind != "inner" and not outer_too:
             continue
         for c in _conjuncts(join.args.get("on")):
             if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) and isinstance(c.right, exp.Column):
                 equal.append((c.left, c.right))
-    out = []
-    for f in filters:
-        col = f.this if isinstance(f, exp.EQ | exp.In) else None
-        if not isinstance(col, exp.Column) or not _literals(f):
-            continue
-        for a, b in equal:
-            for src, dst in ((a, b), (b, a)):
-                if _same(src, col) and src.table != dst.table:
-                    copy = f.copy()
-                    copy.set("this", dst.copy())
-                    out.append(copy)
+    # The padded side of an outer join: a filter inferred onto it stays below the join (the join's output
+    # does not carry it), so it is not carried on to a third relation.
+    padded = {j.this.alias_or_name for j, kind in joins if kind in ("left", "full")}
+    padded |= {j.parent_select.args["from_"].this.alias_or_name for j, kind in joins if kind in ("right", "full")}
+    out: list[exp.Expression] = []
+    cast_onto: set[str] = set()
+    seen = {f.sql() for f in filters}
+    frontier = list(filters)
+    while frontier:  # a.k = 5, a.k = b.k, b.k = c.k: c.k = 5 too
+        found = []
+        for f in frontier:
+            col = f.this if isinstance(f, exp.EQ | exp.In) else None
+            if not isinstance(col, exp.Column) or not _literals(f):
+                continue
+            if (col.table in padded or f.sql() in cast_onto) and f not in filters:
+                continue
+            for a, b in equal:
+                for src, dst in ((a, b), (b, a)):
+                    if _same(src, col) and src.table != dst.table and _crosses(src, dst, types):
+                        copy = f.copy()
+                        copy.set("this", dst.copy())
+                        if copy.sql() not in seen:
+                            seen.add(copy.sql())
+                            found.append(copy)
+                            if not _same_type(src, dst, types):
+                                cast_onto.add(copy.sql())  # inferred onto a cast: Spark carries it no further
+        out += found
+        frontier = found
     return out
+
+
+def _same_type(src: exp.Column, dst: exp.Column, types: dict) -> bool:
+    st, dt = (types.get(x.table, {}).get(x.name.lower()) for x in (src, dst))
+    return not (st and dt) or norm_type(st) == norm_type(dt)
+
+
+def _crosses(src: exp.Column, dst: exp.Column, types: dict) -> bool:
+    """Whether a filter on `src` is inferred onto `dst` across `src = dst`:
+    with one type, or when Spark casts `dst` to `src`'s wider type (it
+    rewrites the other constraints of the uncast column onto the cast one,
+    never the other way)."""
+    st, dt = (types.get(x.table, {}).get(x.name.lower()) for x in (src, dst))
+    if not (st and dt) or norm_type(st) == norm_type(dt):
+        return True
+    both = norm_type(st) in NUMERIC_ORDER and norm_type(dt) in NUMERIC_ORDER
+    return both and wider(st, dt) == "left"
+
+
+def _source_types(block: Block, catalog: Catalog) -> dict[str, dict[str, str | None]]:
+    """Per source alias of `block`, its columns' types where they are plain
+    columns or casts down to a base table (None where not known)."""
+    out: dict[str, dict[str, str | None]] = {}
+    for alias, source in block.sources.items():
+        if source.table is not None:
+            info = catalog.get(source.name)
+            out[alias] = dict(info.columns) if info is not None else {}
+        elif source.block is not None:
+            out[alias] = _output_types(source.block, catalog)
+    return out
+
+
+def _output_types(block: Block, catalog: Catalog) -> dict[str, str | None]:
+    """A block's output columns' types where they are plain columns, casts or
+    arithmetic on a column down to a base table (a set operation's: its
+    first branch's); None where not known."""
+    while block.select is None and block.branches:
+        block = block.branches[0]
+    types: dict[str, str | None] = {}
+    if block.select is None:
+        return types
+    inner = _source_types(block, catalog)
+    only = next(iter(inner.values())) if len(inner) == 1 else {}
+    for p in block.select.expressions:
+        e = p.unalias()
+        if isinstance(e, exp.Cast):
+            types[p.alias_or_name.lower()] = e.to.sql("spark").lower()
+        elif isinstance(e, exp.Column):
+            types[p.alias_or_name.lower()] = inner.get(e.table, only).get(e.name.lower())
+        elif (column := e.find(exp.Column)) is not None:
+            types[p.alias_or_name.lower()] = arithmetic_type(e, inner.get(column.table, only).get(column.name.lower()))
+    return types
 
 
 def _literals(f: exp.Expression) -> bool:
@@ -174,6 +353,24 @@ def _substituted(filters: list[exp.Expression], select: exp.Select) -> list[exp.
                 c.replace(replacement)
         out.append(copy)
     return out
+
+
+def never_true_filter(f: exp.Expression, info: RelationInfo) -> bool:
+    """`column = literal` or `column IN (literals)` with no literal in the
+    range of the integral column (NULLs aside): Spark's optimizer makes the
+    filter false and plans an empty relation instead of the scan and of every
+    operator the emptiness reaches."""
+    if not isinstance(f, exp.EQ | exp.In) or f.args.get("query") or not isinstance(f.this, exp.Column):
+        return False
+    col_type = info.columns.get(f.this.name.lower())
+    if col_type is None or norm_type(col_type) not in INTEGRAL:
+        return False
+    nodes = f.expressions if isinstance(f, exp.In) else [f.expression]
+    values = [literal_value(n) for n in nodes]
+    if any(v is None for v in values):
+        return False
+    typed_values = [typed(v, n, col_type, in_list=isinstance(f, exp.In)) for v, n in zip(values, nodes, strict=True)]
+    return all(t is OUT_OF_RANGE or t is None for t in typed_values) and OUT_OF_RANGE in typed_values
 
 
 # ---- how many buckets a scan's filters select --------------------------------------------
@@ -284,13 +481,16 @@ def _bucket_set(e: exp.Expression, column: str, col_type: str | None, n: int, re
         if any(v is None for v in literals):
             reasons.append(NOT_PRUNABLE)
             return ALL
-        if not on_column(e.this, column, e.expressions[0], reasons):
+        first = next((x for x, v in zip(e.expressions, literals, strict=True) if v != "NULL"), e.expressions[0])
+        if not on_column(e.this, column, first, reasons):
             return ALL
         values = [typed(v, node, col_type, in_list=True) for v, node in zip(literals, e.expressions, strict=True)]
         if any(t is CASTS_COLUMN for t in values):
             reasons.append(LITERAL_TYPE)
             return ALL
-        return _ids([t for t, v in zip(values, literals, strict=True) if v != "NULL"], col_type, n)
+        # Spark's pruning reads NULL's bucket for a NULL in the list; the optimizer drops the literals past an
+        # integral column's range (UnwrapCastInBinaryComparison), which no row can equal.
+        return _ids([t for t in values if t is not OUT_OF_RANGE], col_type, n)
     reasons.append(NOT_PRUNABLE)
     return ALL
 

@@ -115,3 +115,5 @@ class Output:
     reasons: list[str] = field(default_factory=list)  # why the item has no usable bucketed partitioning
     bucketed: bool = False
     unknown: bool = False
+    # No row: a filter no row passes, which Spark's optimizer plans as an empty relation (analyze.py).
+    empty: bool = False

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from sqlglot import exp
+
+from spark_bucketing.checker.blocks import Query
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.model import Output, Part
+from spark_bucketing.checker.outer_joins import planned_join_kinds
 
 
 def unordered(part: Part | None) -> Part | None:
@@ -41,24 +45,95 @@ def kept_union_part(branches: list[Output], settings: EngineSettings) -> Part | 
     branch a bucketed scan of a table this package built, with one hash and
     count and the bucket columns at the same output positions (Spark 4.1+'s
     union partitioning; BucketedUnions restates a Spark-hash branch's
-    placement, under adaptive execution). None otherwise: stock Spark keeps
-    some Spark-hash unions too, which this model does not claim."""
+    placement, under adaptive execution). None otherwise (see
+    stock_union_part)."""
     if not (branches and settings.extension and settings.union_output_partitioning):
         return None
-    parts = [b.part for b in branches]
-    if not all(p is not None and p.scan and p.package and p.bucketed for p in parts):
+    parts = _same_placement(branches)
+    if parts is None or not all(p.package for p in parts):
         return None
     first = parts[0]
     if not first.hash.startswith("hive") and not settings.adaptive:
         return None
-    names = [list(b.types) for b in branches]
-    positions = [tuple(n.index(c) for c in p.options[0]) for p, n in zip(parts, names, strict=True)]
-    if len(set(positions)) > 1 or len({(p.num, p.hash) for p in parts}) > 1:
-        return None
+    names = list(branches[0].types)
     return Part(
-        options=[tuple(names[0][i] for i in positions[0])],
+        options=[tuple(names[names.index(c)] for c in first.options[0])],
         num=first.num,
         bucketed=True,
         spec=first.spec,
         hash=first.hash,
     )
+
+
+def stock_union_part(branches: list[Output], settings: EngineSettings, filtered: bool) -> Part | None:
+    """The placement stock Spark 4.1+ keeps for a UNION ALL of bucketed scans
+    on its own hash, with one count and the bucket columns at the same
+    positions, where each branch is the bare scan: not where a filter
+    (`filtered`: written in a branch, pushed down, or inferred from a join
+    above) sits between a scan and the union."""
+    if filtered or not (branches and settings.union_output_partitioning):
+        return None
+    parts = _same_placement(branches)
+    if parts is None or not all(p.hash == "spark" for p in parts):
+        return None
+    names = list(branches[0].types)
+    first = parts[0]
+    return (
+        Part(options=[first.options[0]], num=first.num, bucketed=True, spec=first.spec, hash="spark")
+        if all(c in names for c in first.options[0])
+        else None
+    )
+
+
+def filtered_unions(query: Query) -> set[int]:
+    """id() of each UNION ALL block a filter reaches: a branch's own WHERE,
+    its reader's WHERE on it, or the `isnotnull` Spark infers for a join side
+    that is not the preserved side of an outer join."""
+    out = set()
+    for block in query.blocks:
+        select = block.select
+        if select is None:
+            if any(b.select is not None and b.select.args.get("where") for b in block.branches):
+                out.add(id(block))
+            continue
+        from_expr = select.args.get("from_") or select.args.get("from")
+        if from_expr is None:
+            continue
+        first = from_expr.this.alias_or_name
+        joins = select.args.get("joins") or []
+        kinds = planned_join_kinds(select, first)
+        where = select.args.get("where")
+        for alias, source in block.sources.items():
+            if source.block is None or not isinstance(source.block.node, exp.Union):
+                continue
+            in_where = where is not None and any(c.table == alias for c in where.find_all(exp.Column))
+            joined = _filtered_join_side(alias, first, joins, kinds)
+            if in_where or joined:
+                out.add(id(source.block))
+    return out
+
+
+def _filtered_join_side(alias: str, first: str, joins: list, kinds: list[str]) -> bool:
+    for i, (join, kind) in enumerate(zip(joins, kinds, strict=True)):
+        right = join.this.alias_or_name
+        left_aliases = {first, *(j.this.alias_or_name for j in joins[:i])}
+        if alias == right and kind in ("inner", "semi", "anti", "left"):
+            return True
+        if alias in left_aliases and kind in ("inner", "semi", "right"):
+            return True
+    return False
+
+
+def _same_placement(branches: list[Output]) -> list[Part] | None:
+    """The branches' partitionings when each is a bucketed scan and all share
+    one hash, count and bucket column positions; None otherwise."""
+    parts = [b.part for b in branches]
+    if not all(p is not None and p.scan and p.bucketed for p in parts):
+        return None
+    names = [list(b.types) for b in branches]
+    if not all(all(c in n for c in p.options[0]) for p, n in zip(parts, names, strict=True)):
+        return None
+    positions = [tuple(n.index(c) for c in p.options[0]) for p, n in zip(parts, names, strict=True)]
+    if len(set(positions)) > 1 or len({(p.num, p.hash) for p in parts}) > 1:
+        return None
+    return parts

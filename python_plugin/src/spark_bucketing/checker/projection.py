@@ -8,6 +8,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from spark_bucketing.checker import engines as E
+from spark_bucketing.checker.keytypes import arithmetic_type
 from spark_bucketing.checker.model import ColId, Output, Part
 from spark_bucketing.checker.partitioning import renamed_order
 
@@ -43,7 +44,11 @@ def project(select: exp.Select, sources: dict[str, Output], part: Part | None, s
                 notes[name] = [E.KEY_CAST]
             else:
                 notes[name] = [E.KEY_EXPRESSION]
-            types[name] = inner.to.sql("spark").lower() if isinstance(inner, exp.Cast) else None
+            if isinstance(inner, exp.Cast):
+                types[name] = inner.to.sql("spark").lower()
+            else:
+                column = inner.find(exp.Column)
+                types[name] = arithmetic_type(inner, src.types.get(column.name.lower()) if src and column else None)
     out_part = None
     reasons: list[str] = []
     if part is not None:

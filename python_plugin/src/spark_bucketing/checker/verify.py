@@ -5,6 +5,7 @@ file scan selects."""
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -60,7 +61,8 @@ def plan_nodes(root: Node) -> list[PlanNode]:
             below = kids[0]
             while below.name not in AGGREGATES and len(below.children) == 1:
                 below = below.children[0]
-            for k in below.children if below.name in AGGREGATES else kids:
+            partial = below.name in AGGREGATES and _partial_of(below.text, node.text)
+            for k in below.children if partial else kids:
                 walk(k)
             groups = bracket_groups(node.text)
             keys = key_names(groups[0]) if groups and node.text.startswith(("(keys=", "(key=")) else []
@@ -83,6 +85,28 @@ def plan_nodes(root: Node) -> list[PlanNode]:
 
     walk(root)
     return out
+
+
+def _partial_of(below: str, above: str) -> bool:
+    """Whether the aggregate `below` is the partial step of `above` (its
+    functions partial_ or merge_ of the same ones, or neither has any) rather
+    than an aggregation of its own (DISTINCT under a GROUP BY's count)."""
+    low, high = _function_names(below), _function_names(above)
+    if not low or not high:
+        return not low and not high
+    return all(f.startswith(("partial_", "merge_")) for f in low)
+
+
+def _function_names(text: str) -> list[str]:
+    at = text.find("functions=[")
+    if at < 0:
+        return []
+    depth, end = 0, at + len("functions=")
+    for end in range(at + len("functions="), len(text)):
+        depth += {"[": 1, "]": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    return re.findall(r"([A-Za-z_]+)\(", text[at + len("functions=[") : end])
 
 
 def scans(root: Node) -> list[tuple[str, tuple[int, int] | None]]:
@@ -226,6 +250,12 @@ def _match_operator(f: Finding, nodes: list[PlanNode], skippable_as_skipped: boo
     node = next((n for n in free if [sorted(k) for k in n.keys] == want), None)
     if node is None and kind == "join":
         node = next((n for n in free if sorted(sum(n.keys, [])) == sorted(sum(want, []))), None)
+    if node is None:
+        # The plan names a key by the alias a projection gave it (DISTINCT k, v AS w groups by k, w), the
+        # finding by its source column: the one free operator of this kind with as many keys is the same.
+        shaped = [n for n in free if [len(k) for k in n.keys] == [len(k) for k in want]]
+        common = len(shaped) == 1 and any(set(a) & set(b) for a, b in zip(shaped[0].keys, want, strict=True))
+        node = shaped[0] if common else None
     if node is None:
         return {"matched": False, "plan": "no operator with these keys in the plan"}
     node.used = True

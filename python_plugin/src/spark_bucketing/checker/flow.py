@@ -32,6 +32,7 @@ from spark_bucketing.checker.joins import (
     shuffle_choice,
 )
 from spark_bucketing.checker.keys import dedupe, describe_keys, join_side_reasons
+from spark_bucketing.checker.keytypes import union_types
 from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.model import Finding, Output, Part, Side
 from spark_bucketing.checker.needed import ALL, needed_outputs, window_used
@@ -116,7 +117,7 @@ class _Flow:
             # The other branches are empty: the plan reads this one alone, its partitioning kept.
             (only,) = branches
             return only if list(only.types) == list(first.types) else replace(only, unknown=True)
-        types = dict(first.types) if first else {}
+        types = union_types([o.types for o in outputs])
         part = None
         if isinstance(node, exp.Union) and node.args.get("distinct"):
             # UNION (DISTINCT) is an aggregation on every column: a shuffle by all of them.

@@ -25,6 +25,28 @@ def wider(left: str, right: str, ansi: bool = False) -> str | None:
     return None
 
 
+def union_types(branches: list[dict[str, str | None]]) -> dict[str, str | None]:
+    """A set operation's column types, by the first branch's names: per
+    position, the branches' common type (Spark widens numbers to the widest;
+    a string with anything else is a string); None where one is not known."""
+    if not branches:
+        return {}
+    out: dict[str, str | None] = {}
+    columns = [list(b.values()) for b in branches]
+    for i, name in enumerate(branches[0]):
+        types = [c[i] if i < len(c) else None for c in columns]
+        norms = [norm_type(t) if t else None for t in types]
+        if None in norms:
+            out[name] = None
+        elif len(set(norms)) == 1:
+            out[name] = types[0]
+        elif all(n in NUMERIC_ORDER for n in norms):
+            out[name] = max(norms, key=NUMERIC_ORDER.index)
+        else:
+            out[name] = "string" if "string" in norms else None
+    return out
+
+
 def arithmetic_type(e, column_type: str | None) -> str | None:
     """The type of `column + 1` (or -, *) with an integral column of
     `column_type`: the column's, at least int (the literal's), as Spark's

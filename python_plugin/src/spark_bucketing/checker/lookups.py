@@ -23,7 +23,7 @@ from spark_bucketing.checker.blocks import Block, Query
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.extension_lookups import EVERY_COLUMN, FLOAT_KEY, extension_selected
 from spark_bucketing.checker.groupings import block_windows
-from spark_bucketing.checker.keytypes import NUMERIC_ORDER, arithmetic_type, norm_type, wider
+from spark_bucketing.checker.keytypes import NUMERIC_ORDER, arithmetic_type, norm_type, union_types, wider
 from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.literals import (
     CASTS_COLUMN,
@@ -302,11 +302,9 @@ def _output_types(block: Block, catalog: Catalog) -> dict[str, str | None]:
     """A block's output columns' types where they are plain columns, casts or
     arithmetic on a column down to a base table (a set operation's: its
     first branch's); None where not known."""
-    while block.select is None and block.branches:
-        block = block.branches[0]
-    types: dict[str, str | None] = {}
     if block.select is None:
-        return types
+        return union_types([_output_types(b, catalog) for b in block.branches])
+    types: dict[str, str | None] = {}
     inner = _source_types(block, catalog)
     only = next(iter(inner.values())) if len(inner) == 1 else {}
     for p in block.select.expressions:

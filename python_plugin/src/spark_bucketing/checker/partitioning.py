@@ -6,8 +6,9 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from spark_bucketing.checker.blocks import Query
+from spark_bucketing.checker.blocks import Block, Query
 from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.keytypes import norm_type
 from spark_bucketing.checker.model import Output, Part
 from spark_bucketing.checker.outer_joins import planned_join_kinds
 
@@ -74,7 +75,8 @@ def stock_union_part(branches: list[Output], settings: EngineSettings, filtered:
     if filtered or not (branches and settings.union_output_partitioning):
         return None
     parts = _same_placement(branches)
-    if parts is None or not all(p.hash == "spark" for p in parts):
+    # A table this package built, read by the extension, keeps a union's placement by the extension's rule only.
+    if parts is None or not all(p.hash == "spark" and not (p.package and settings.extension) for p in parts):
         return None
     names = list(branches[0].types)
     first = parts[0]
@@ -86,14 +88,14 @@ def stock_union_part(branches: list[Output], settings: EngineSettings, filtered:
 
 
 def filtered_unions(query: Query) -> set[int]:
-    """id() of each UNION ALL block a filter reaches: a branch's own WHERE,
-    its reader's WHERE on it, or the `isnotnull` Spark infers for a join side
-    that is not the preserved side of an outer join."""
+    """id() of each UNION ALL block a filter reaches or whose branches are not
+    bare scans (_bare): its reader's WHERE on it, or the `isnotnull` Spark
+    infers for a join side that is not the preserved side of an outer join."""
     out = set()
     for block in query.blocks:
         select = block.select
         if select is None:
-            if any(b.select is not None and b.select.args.get("where") for b in block.branches):
+            if not all(_bare(b) for b in block.branches):
                 out.add(id(block))
             continue
         from_expr = select.args.get("from_") or select.args.get("from")
@@ -111,6 +113,17 @@ def filtered_unions(query: Query) -> set[int]:
             if in_where or joined:
                 out.add(id(source.block))
     return out
+
+
+def _bare(branch: Block) -> bool:
+    """A branch that reads its table with no filter on the way down (a filter
+    between the scan and the union loses the union's placement in Spark's
+    plans, where a projection does not)."""
+    select = branch.select
+    if select is None or len(branch.sources) != 1 or select.args.get("where") or select.args.get("joins"):
+        return False
+    (source,) = branch.sources.values()
+    return source.block is None or _bare(source.block)
 
 
 def _filtered_join_side(alias: str, first: str, joins: list, kinds: list[str]) -> bool:
@@ -136,4 +149,7 @@ def _same_placement(branches: list[Output]) -> list[Part] | None:
     positions = [tuple(n.index(c) for c in p.options[0]) for p, n in zip(parts, names, strict=True)]
     if len(set(positions)) > 1 or len({(p.num, p.hash) for p in parts}) > 1:
         return None
-    return parts
+    # A branch whose key Spark widens to the others' type is read through a cast: not the scan's placement.
+    pairs = zip(branches, parts, strict=True)
+    key_types = {tuple(norm_type(b.types.get(c) or "") for c in p.options[0]) for b, p in pairs}
+    return parts if len(key_types) == 1 else None

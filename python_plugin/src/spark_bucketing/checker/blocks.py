@@ -49,6 +49,15 @@ class Block:
     def subquery(self, select: exp.Expression) -> Block | None:
         return self.subqueries.get(id(select))
 
+    def output_names(self) -> list[str] | None:
+        """The block's output column names (a set operation's: its first branch's); None for a SELECT *."""
+        block = self
+        while block.select is None and block.branches:
+            block = block.branches[0]
+        if block.select is None or any(isinstance(p, exp.Star) for p in block.select.expressions):
+            return None
+        return [p.alias_or_name.lower() for p in block.select.expressions]
+
 
 @dataclass
 class Query:

@@ -30,6 +30,13 @@ def _tables(e: exp.Expression) -> set[str]:
     return {c.table for c in e.find_all(exp.Column) if c.table}
 
 
+def same_column(col: exp.Column, e: exp.Expression) -> bool:
+    """`e` is the column `col` names: the same name, and the same table where both name one."""
+    if not isinstance(e, exp.Column) or e.name.lower() != col.name.lower():
+        return False
+    return not (e.table and col.table) or e.table == col.table
+
+
 def key_of(e: exp.Expression, only_source: str | None = None):
     """(alias, column) for a plain column, else the expression itself. Without a
     schema, sqlglot leaves columns unqualified: they belong to the block's only source."""

@@ -18,9 +18,9 @@ INTEGRAL_RANGES = {
 
 
 class _OutOfRange:
-    """A literal past its integral column's range: it stands for no value of the column, and Spark's optimizer
-    rewrites the comparison (UnwrapCastInBinaryComparison) in ways the checker does not model, so no bucket can
-    be named for it: hashing it fails, and the lookup's verdict is unknown."""
+    """A literal past its integral column's range: it stands for no value of the column. Spark's optimizer
+    (UnwrapCastInBinaryComparison) drops it from an IN list and makes a filter with no other value never true
+    (lookups.py: never_true_filter); no bucket is named for it."""
 
     def __repr__(self) -> str:
         return "OUT_OF_RANGE"

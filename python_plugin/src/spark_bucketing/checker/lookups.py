@@ -23,6 +23,7 @@ from spark_bucketing.checker.blocks import Block, Query
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.extension_lookups import EVERY_COLUMN, FLOAT_KEY, extension_selected
 from spark_bucketing.checker.groupings import block_windows
+from spark_bucketing.checker.join_keys import same_column
 from spark_bucketing.checker.keytypes import NUMERIC_ORDER, arithmetic_type, norm_type, union_types, wider
 from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.literals import (
@@ -114,22 +115,14 @@ def _passing_columns(block: Block, want: set[str] | None) -> set[str] | None:
     passing = EVERY
     group = select.args.get("group")
     if group is not None:
-        passing = {name for name, col in plain.items() if any(_same_name(col, g) for g in group.expressions)}
+        passing = {name for name, col in plain.items() if any(same_column(col, g) for g in group.expressions)}
     for window in block_windows(select):
         if not window_used(window, select, want):
             continue
         keys = window.args.get("partition_by") or []
-        names = {name for name, col in plain.items() if any(_same_name(col, k) for k in keys)}
+        names = {name for name, col in plain.items() if any(same_column(col, k) for k in keys)}
         passing = names if passing is EVERY else passing & names
     return passing
-
-
-def _same_name(col: exp.Column, e: exp.Expression) -> bool:
-    return (
-        isinstance(e, exp.Column)
-        and e.name.lower() == col.name.lower()
-        and (e.table or col.table) == (col.table or e.table)
-    )
 
 
 def _names(f: exp.Expression) -> set[str]:
@@ -148,7 +141,7 @@ def _into_branches(block: Block, filters: list[exp.Expression], pushed: dict) ->
         return
     positions = {p.alias_or_name.lower(): i for i, p in enumerate(first.select.expressions)}
     for branch in block.branches:
-        names = _output_names(branch)
+        names = branch.output_names()
         for f in filters:
             if not _names(f) <= set(positions) or names is None:
                 continue
@@ -156,14 +149,6 @@ def _into_branches(block: Block, filters: list[exp.Expression], pushed: dict) ->
             for c in copy.find_all(exp.Column):
                 c.set("this", exp.to_identifier(names[positions[c.name.lower()]]))
             pushed.setdefault(id(branch), []).append(copy)
-
-
-def _output_names(block: Block) -> list[str] | None:
-    while block.select is None and block.branches:
-        block = block.branches[0]
-    if block.select is None or any(isinstance(p, exp.Star) for p in block.select.expressions):
-        return None
-    return [p.alias_or_name.lower() for p in block.select.expressions]
 
 
 # ---- which filters reach which scan ----------------------------------------------------
@@ -278,9 +263,9 @@ def _crosses(src: exp.Column, dst: exp.Column, types: dict) -> bool:
     with one type, or when Spark casts `dst` to `src`'s wider type (it
     rewrites the other constraints of the uncast column onto the cast one,
     never the other way)."""
-    st, dt = (types.get(x.table, {}).get(x.name.lower()) for x in (src, dst))
-    if not (st and dt) or norm_type(st) == norm_type(dt):
+    if _same_type(src, dst, types):
         return True
+    st, dt = (types[x.table][x.name.lower()] for x in (src, dst))
     both = norm_type(st) in NUMERIC_ORDER and norm_type(dt) in NUMERIC_ORDER
     return both and wider(st, dt) == "left"
 

@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from spark_bucketing.checker.blocks import Block
 from spark_bucketing.checker.groupings import block_windows
-from spark_bucketing.checker.join_keys import equi_pairs, key_of
+from spark_bucketing.checker.join_keys import equi_pairs, key_of, same_column
 from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.needed import ALL, window_used
 
@@ -89,9 +89,9 @@ def push_target(block: Block, column: str, needed: dict[int, set[str] | None]) -
         return []
     group = select.args.get("group")
     windows = [w for w in block_windows(select) if window_used(w, select, needed.get(id(block), ALL))]
-    if group is not None and not any(_same(projection, g) for g in group.expressions):
+    if group is not None and not any(same_column(projection, g) for g in group.expressions):
         return []
-    if any(not any(_same(projection, k) for k in w.args.get("partition_by") or []) for w in windows):
+    if any(not any(same_column(projection, k) for k in w.args.get("partition_by") or []) for w in windows):
         return []
     sources = list(block.sources)
     key = key_of(projection, sources[0] if len(sources) == 1 else None)
@@ -116,7 +116,7 @@ def _below_single_source(block: Block, key, needed) -> list[tuple[Block, tuple]]
 def _into_union(block: Block, column: str, needed) -> list[tuple[Block, tuple]] | None:
     if block.node.args.get("distinct") or not block.branches:
         return []
-    names = [_names(b) for b in block.branches]
+    names = [b.output_names() for b in block.branches]
     if any(n is None for n in names) or column not in names[0]:
         return None
     position = names[0].index(column)
@@ -138,22 +138,8 @@ def _into_union(block: Block, column: str, needed) -> list[tuple[Block, tuple]] 
     return out
 
 
-def _names(block: Block) -> list[str] | None:
-    while block.select is None and block.branches:
-        block = block.branches[0]
-    if block.select is None or any(isinstance(p, exp.Star) for p in block.select.expressions):
-        return None
-    return [p.alias_or_name.lower() for p in block.select.expressions]
-
-
 def _projection(select: exp.Select, column: str) -> exp.Expression | None:
     for p in select.expressions:
         if p.alias_or_name.lower() == column:
             return p.unalias()
     return None
-
-
-def _same(col: exp.Column, e: exp.Expression) -> bool:
-    if not isinstance(e, exp.Column) or e.name.lower() != col.name.lower():
-        return False
-    return not (e.table and col.table) or e.table == col.table

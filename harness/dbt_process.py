@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from harness.dbt_host import DbtHost
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DBT = str(Path(sys.executable).with_name("dbt"))
 
@@ -25,14 +27,19 @@ class DbtProcessProject:
         quiet_logs: bool = True,
         jvm_flags: str = "",
         thrift_port: int | None = None,
+        one_process: bool = False,
         **spark_conf: str,
     ):
         """`quiet_logs=False` keeps Spark's own log configuration, as a user's run has it;
         `jvm_flags` go to the driver JVM (tests pass theirs, benchmarks none).
         `thrift_port`: dbt connects to a Spark Thrift Server on that loopback
         port (method: thrift; the server has its own Spark settings) instead of
-        starting Spark in each dbt process."""
+        starting Spark in each dbt process.
+        `one_process`: the commands run one after another in one process and
+        JVM (harness/dbt_host.py) instead of one each; close() ends it."""
         self.root = root
+        self.host: DbtHost | None = None
+        self.one_process = one_process
         self.schema = schema
         self.output = ""
         state = root / "state"
@@ -82,6 +89,8 @@ class DbtProcessProject:
         """Runs one dbt command in a new process; returns its wall time in
         seconds and keeps what it printed in `output`."""
         env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+        if self.one_process:
+            return self._hosted(args, env)
         start = time.perf_counter()
         proc = subprocess.run(
             [DBT, *args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)],
@@ -95,6 +104,23 @@ class DbtProcessProject:
         if proc.returncode != 0:
             raise SystemExit(f"dbt {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
         return elapsed
+
+    def _hosted(self, args: tuple[str, ...], env: dict[str, str]) -> float:
+        """dbt() in the project's host process: `output` holds dbt's output and the JVM's lines since the last."""
+        if self.host is None:
+            self.host = DbtHost(self.root, env)
+        start = time.perf_counter()
+        seen = len(self.host.noise)
+        ok, out = self.host.invoke([*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)])
+        elapsed = time.perf_counter() - start
+        self.output = out + "".join(self.host.noise[seen:])
+        if not ok:
+            raise SystemExit(f"dbt {' '.join(args)} failed:\n{self.output[-6000:]}")
+        return elapsed
+
+    def close(self) -> None:
+        if self.host is not None:
+            self.host.close()
 
 
 def best_of_two_alternating(run_a, run_b) -> tuple[float, float]:

@@ -11,7 +11,10 @@ every round each day holds the rows of the runs that landed, applied whole in
 some order (never a mixture, never empty) and no lock entry is left; after
 each table's round `bucket_layout` and `bucket_metadata` pass; a run that lost a conflict
 says so and that rerunning is safe. Seed printed (SB_SEED=). And a parallel microbatch
-backfill: `dbt run` processes over disjoint event-time windows of one table all land."""
+backfill: `dbt run` processes over disjoint event-time windows of one table all land.
+The commands that run alone (the first builds, the tests after a round, a source's
+rebuild) share one more process (harness/dbt_host.py), which reads the catalog
+afresh for each."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.dbt_host import FRESH_READS, DbtHost
 from harness.dbt_process import DBT, REPO_ROOT
 from harness.dbt_project import RELEASE_LOCKS_HOOK, ROUTING
 from harness.spark import TEST_JVM_FLAGS
@@ -105,7 +109,7 @@ class Writers:
                 "schema": "conc",
                 "server_side_parameters": conf,
             }
-            for name, conf in (("plain", base), ("ext", ext))
+            for name, conf in (("plain", base), ("ext", ext), ("host", {**ext, **FRESH_READS}))
         }
         (root / "profiles.yml").write_text(yaml.safe_dump({"conc": {"target": "plain", "outputs": outputs}}))
         for name, hash_, records in (
@@ -115,7 +119,13 @@ class Writers:
             (root / "models" / f"{name}.sql").write_text(MODEL.format(hash=hash_, records=records, version=1))
         (root / "models" / "schema.yml").write_text(layout_tests("conc_spark", "conc_hive"))
         self.count = 0
-        self.check("deps")
+        proc = self.start("deps")
+        out, _ = proc.communicate()
+        assert proc.returncode == 0, out[-6000:]
+        # The commands that run alone (a first build, the tests after a round, a source's rebuild) in one
+        # process and JVM of their own, with the extension (harness/dbt_host.py); the runs that write at
+        # once are processes of their own (start).
+        self.host = DbtHost(root, self._env(root / "host"))
 
     def start(self, *args: str, target: str = "plain", env: dict | None = None) -> subprocess.Popen:
         """A dbt command in a process of its own, with its own target folder (dbt's partial parse files)."""
@@ -124,21 +134,27 @@ class Writers:
         cmd = [DBT, *args, "--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         if args[0] != "deps":
             cmd += ["--target", target]
-        full_env = {
+        return subprocess.Popen(
+            cmd, cwd=self.root, env=self._env(out, env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+
+    @staticmethod
+    def _env(out: Path, env: dict | None = None) -> dict[str, str]:
+        """A command's environment: its own target folder (dbt's partial parse files) and log folder."""
+        return {
             **os.environ,
             "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
             "DBT_TARGET_PATH": str(out),
             "DBT_LOG_PATH": str(out),
             **(env or {}),
         }
-        return subprocess.Popen(
-            cmd, cwd=self.root, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
 
-    def check(self, *args: str, target: str = "plain") -> str:
-        proc = self.start(*args, target=target)
-        out, _ = proc.communicate()
-        assert proc.returncode == 0, out[-6000:]
+    def check(self, *args: str) -> str:
+        """A command that runs alone, in the host process; its output, after asserting it succeeded."""
+        ok, out = self.host.invoke(
+            [*args, "--project-dir", str(self.root), "--profiles-dir", str(self.root), "--target", "host"]
+        )
+        assert ok, out[-6000:]
         return out
 
 
@@ -148,7 +164,9 @@ def run_vars(run: dict) -> str:
 
 @pytest.fixture(scope="module")
 def writers(metastore, tmp_path_factory):
-    return Writers(tmp_path_factory.mktemp("concurrent"), metastore)
+    writers = Writers(tmp_path_factory.mktemp("concurrent"), metastore)
+    yield writers
+    writers.host.close()
 
 
 def _round_runs(rng: random.Random, round_no: int, model: str) -> list[dict]:
@@ -194,7 +212,7 @@ def test_concurrent_runs_land_whole_and_lose_nothing(spark, metastore, writers):
     # Each table is built by one run first: runs that start on a table that does not exist yet each
     # build it from their own rows, and all but the first fail (rerunning is safe).
     seed_run = {"strategy": "insert_overwrite", "days": DAYS, "tag": "seed", "rows": KEYS, "first_key": 0}
-    writers.check("run", "--select", *state, "--vars", run_vars(seed_run), target="ext")
+    writers.check("run", "--select", *state, "--vars", run_vars(seed_run))
     for model in state:
         state[model] = {day: sorted(apply([], seed_run)) for day in DAYS}
     # Round 0: the Spark-hash table, one run per strategy on different days. Rounds 1 (the Hive-hash
@@ -256,8 +274,8 @@ def test_concurrent_runs_land_whole_and_lose_nothing(spark, metastore, writers):
         assert not [n for n in names if "__dbt_lock_" in n], names
         if round_no >= 1:
             # Both tables' layout and records after each one's round (the Spark-hash table's round 0 with
-            # the Hive one's round 1): one dbt process for the two, since a JVM costs the suite more than a test.
-            out = writers.check("test", "--select", *state, target="ext")
+            # the Hive one's round 1), in one command.
+            out = writers.check("test", "--select", *state)
             assert "ERROR=0" in out and out.count(" PASS spark_bucketing_bucket_") == 4, out[-4000:]
     # 9 runs: the 3 of round 0 land; of the 6 in rounds 1-2, 2 have a failure injected and a few may conflict.
     assert landed_total >= 5
@@ -296,7 +314,7 @@ def test_a_parallel_microbatch_backfill_lands_every_batch(spark, metastore, writ
         return ["--event-time-start", start, "--event-time-end", end]
 
     source("v1")
-    writers.check("run", "--select", "conc_mb", *window("2024-01-01", "2024-01-05"), target="ext")
+    writers.check("run", "--select", "conc_mb", *window("2024-01-01", "2024-01-05"))
     # The backfill reads the source's second version: a day left as the first run wrote it shows v1.
     source("v2")
     procs = [
@@ -311,7 +329,7 @@ def test_a_parallel_microbatch_backfill_lands_every_batch(spark, metastore, writ
         for d in range(MB_DAYS)
     }
     assert _day_rows(spark, metastore, "conc_mb") == expected
-    out = writers.check("test", "--select", "conc_mb", target="ext")
+    out = writers.check("test", "--select", "conc_mb")
     assert "ERROR=0" in out and out.count(" PASS spark_bucketing_bucket_") == 2, out[-4000:]
     names = metastore.query('select "TBL_NAME" from "TBLS"').split()
     assert not [n for n in names if "__dbt_lock_" in n], names

@@ -157,15 +157,22 @@ def test_successful_runs_log_no_errors(tmp_path):
     """With Spark's own log configuration, as users run it: a first build, a
     rebuild and incremental runs print no ERROR line (the metastore logs one
     for every folder it is asked to delete that does not exist)."""
-    project = DbtProcessProject(tmp_path / "p", quiet_logs=False, jvm_flags=TEST_JVM_FLAGS)
+    project = DbtProcessProject(tmp_path / "p", quiet_logs=False, jvm_flags=TEST_JVM_FLAGS, one_process=True)
     partitioned = {"clustered_by": ["k"], "buckets": 4, "partition_by": ["p"]}
     sql = "select id as k, cast(id % 3 as int) as p from range(0, 100, 1, 2)"
     project.write_model("full", sql, {"materialized": "bucketed_table", **partitioned})
     project.write_model(
         "incr", sql, {"materialized": "bucketed_incremental", "incremental_strategy": "append", **partitioned}
     )
-    for _ in range(2):
-        project.dbt("run")
-        errors = [line for line in project.output.splitlines() if re.search(r"\bERROR \S+:", line)]
-        assert errors == [], "\n".join(errors)
-    assert " WARN " in project.output  # Spark logs with its own configuration
+    # Both runs in one process and JVM: its log lines are the runs' output.
+    outputs = []
+    try:
+        for _ in range(2):
+            project.dbt("run")
+            outputs.append(project.output)
+            errors = [line for line in project.output.splitlines() if re.search(r"\bERROR \S+:", line)]
+            assert errors == [], "\n".join(errors)
+    finally:
+        project.close()
+    assert all("PASS=2" in out for out in outputs), outputs
+    assert " WARN " in "".join(outputs)  # Spark logs with its own configuration

@@ -3,7 +3,7 @@ Server whose work runs on a standalone cluster (a Master and two Workers, each
 executor a JVM of its own) and whose catalog is a Hive metastore service on
 Postgres: builds, incremental runs, the layout and metadata
 tests, and the checker with its default connection (the dbt target). The
-same metastore service is shared by dbt runs with method: session, each a
+same metastore service is shared by dbt runs with method: session, in a
 process of its own, as production runs one catalog for two engines: a table
 built through one is rewritten through the other."""
 
@@ -18,6 +18,7 @@ from contextlib import redirect_stdout
 import pytest
 from pyspark.sql import functions as F
 
+from harness.dbt_host import FRESH_READS
 from harness.dbt_process import DBT, REPO_ROOT, DbtProcessProject
 from harness.dbt_project import DbtProject, failure_text, with_vars
 from harness.spark import TEST_JVM_FLAGS
@@ -438,26 +439,36 @@ def test_a_dbt_session_and_the_thrift_server_share_the_metastore_service(metasto
     """A table built by a dbt session (its own JVM) on the metastore service
     is rewritten through the Thrift Server (its work on the cluster), and the
     package's tests, run by the session, prove what both wrote."""
+    # The session's two commands in one process (one JVM) that reads the catalog afresh for each.
     session = DbtProcessProject(
-        tmp_path / "session", schema="t_shared", jvm_flags=TEST_JVM_FLAGS, **metastore.spark_conf()
-    )
-    session.write_model("shared_daily", with_vars(DAILY_SQL, days=[0, 1]), SHARED_CONFIG)
-    session.dbt("run", "--select", "shared_daily")
-    assert "shared_daily" in metastore.query('select "TBL_NAME" from "TBLS"').split()
-
-    thrift = DbtProject(
-        tmp_path / "thrift",
+        tmp_path / "session",
         schema="t_shared",
-        package_dir=REPO_ROOT,
-        profile_overrides={"method": "thrift", "host": "127.0.0.1", "port": server.port},
+        jvm_flags=TEST_JVM_FLAGS,
+        one_process=True,
+        **metastore.spark_conf(),
+        **FRESH_READS,
     )
-    thrift.setup()
-    thrift.write_model("shared_daily", with_vars(DAILY_SQL, days=[1], tag=1), SHARED_CONFIG)
-    thrift.run("shared_daily")
+    try:
+        session.write_model("shared_daily", with_vars(DAILY_SQL, days=[0, 1]), SHARED_CONFIG)
+        session.dbt("run", "--select", "shared_daily")
+        assert "shared_daily" in metastore.query('select "TBL_NAME" from "TBLS"').split()
 
-    tests_yml = "version: 2\nmodels:\n" + layout_and_metadata_tests("shared_daily")
-    (session.root / "models" / "shared_daily.yml").write_text(tests_yml)
-    session.dbt("test", "--select", "shared_daily")  # raises if a test fails
+        thrift = DbtProject(
+            tmp_path / "thrift",
+            schema="t_shared",
+            package_dir=REPO_ROOT,
+            profile_overrides={"method": "thrift", "host": "127.0.0.1", "port": server.port},
+        )
+        thrift.setup()
+        thrift.write_model("shared_daily", with_vars(DAILY_SQL, days=[1], tag=1), SHARED_CONFIG)
+        thrift.run("shared_daily")
+
+        tests_yml = "version: 2\nmodels:\n" + layout_and_metadata_tests("shared_daily")
+        (session.root / "models" / "shared_daily.yml").write_text(tests_yml)
+        session.dbt("test", "--select", "shared_daily")  # raises if a test fails
+    finally:
+        session.close()
+    assert "PASS=2" in session.output, session.output[-3000:]
     client = ThriftClient("127.0.0.1", server.port)
     rows = dict(client.query("select payload like 'r1-%', count(*) from t_shared.shared_daily group by 1"))
     assert rows == {True: 3000, False: 3000}

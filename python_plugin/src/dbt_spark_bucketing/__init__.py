@@ -4,11 +4,12 @@ every command. One keeps compiled macros on disk across dbt processes
 (spark_bucketing.macro_cache): in the user's cache directory, in the one
 SPARK_BUCKETING_MACRO_CACHE names, or nowhere where it says `off`. The other
 tells dbt's parser that the package's materializations enforce constraints
-(spark_bucketing.dbt_constraints)."""
+(spark_bucketing.dbt_constraints). The third lists a schema again where a
+table vanished while dbt-spark listed it (spark_bucketing.dbt_listing)."""
 
 from dbt.plugins.manager import dbtPlugin
 
-from spark_bucketing import dbt_constraints
+from spark_bucketing import dbt_constraints, dbt_listing
 from spark_bucketing.macro_cache import install_from_environment
 
 
@@ -22,4 +23,9 @@ class EnforcedConstraints(dbtPlugin):
         dbt_constraints.install()
 
 
-plugins = [MacroCache, EnforcedConstraints]
+class ListingRetry(dbtPlugin):
+    def initialize(self) -> None:
+        dbt_listing.install()
+
+
+plugins = [MacroCache, EnforcedConstraints, ListingRetry]

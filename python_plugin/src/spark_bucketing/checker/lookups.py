@@ -39,7 +39,7 @@ from spark_bucketing.checker.literals import (
 )
 from spark_bucketing.checker.model import Finding, Side
 from spark_bucketing.checker.needed import needed_outputs, window_used
-from spark_bucketing.checker.outer_joins import planned_join_kinds
+from spark_bucketing.checker.outer_joins import planned_join_kinds, written_kind
 from spark_bucketing.checker.relations import Catalog, RelationInfo
 
 ONE_COLUMN = "PRUNING_NEEDS_ONE_BUCKET_COLUMN"
@@ -50,10 +50,26 @@ ALL = None  # every bucket
 
 @dataclass
 class ScanLookups:
-    """Per scan (the id() of its table node): its lookup finding, and a filter no row of it passes."""
+    """Per scan (the id() of its table node): its lookup finding, and a filter
+    no row of it passes; the blocks (id()) where a literal filter meets a
+    join equality of a string and a number (`crossed_types`), whose joins
+    Spark plans in ways not modelled (flow.py marks them unknown)."""
 
     findings: dict[int, Finding] = field(default_factory=dict)
     never_true: dict[int, exp.Expression] = field(default_factory=dict)
+    crossed_types: set[int] = field(default_factory=set)
+
+
+# Where Spark's optimizer is not consistent enough to model, the lookups the filter reaches are unknown.
+UNSURE_ACROSS_TYPES = (
+    "a filter carried to this scan across a join equality of two key types: Spark carries such filters "
+    "through some operators and not others, so whether it reads fewer buckets is not known before it plans: "
+    "the verdict is unknown"
+)
+UNSURE_NULL_IN = (
+    "an IN list holding NULL above a full outer join (as written): whether Spark keeps NULL's bucket "
+    "depends on how it rewrites the join: the verdict is unknown"
+)
 
 
 def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) -> ScanLookups:
@@ -63,7 +79,9 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
     out = ScanLookups()
     if settings.engine != "spark":
         return out
-    pushed: dict[int, list[exp.Expression]] = {}  # per block: filters on its output columns (unqualified)
+    # Per block: the filters on its output columns (unqualified) pushed into it by its readers, each with
+    # why it is not sure to reach a scan (or None) and whether no relation is planned empty on it (`beyond`).
+    pushed: dict[int, list[Pushed]] = {}
     needed = needed_outputs(query)
     for block in reversed(query.blocks):  # readers before the blocks they read
         select = block.select
@@ -71,29 +89,64 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
             _into_branches(block, pushed.get(id(block), []), pushed)
             continue
         where, on_inner, on_outer = _block_filters(select)
-        inferable = where + _substituted(pushed.get(id(block), []), select)
+        why: dict[str, str] = {}  # a filter's SQL: why a lookup it reaches is unknown
+        beyond: set[str] = set()  # filters no relation is planned empty on (see _inferred)
+        from_above = []
+        for item in pushed.get(id(block), []):
+            for f in _substituted([item.filter], select):
+                from_above.append(f)
+                if item.unsure is not None:
+                    why[f.sql()] = item.unsure
+                if item.beyond:
+                    beyond.add(f.sql())
+        inferable = where + from_above
         filters = inferable + on_inner + on_outer
         types = _source_types(block, catalog)
-        filters += _inferred(inferable, select, types, outer_too=True)
-        filters += _inferred(on_inner, select, types, outer_too=False)
+        if any(written_kind(j) == "full" for j in select.args.get("joins") or []):
+            why.update((f.sql(), UNSURE_NULL_IN) for f in inferable if _in_with_null(f))
+        for found, crossed in (
+            _inferred(inferable, select, types, outer_too=True, unsure=why, beyond=beyond),
+            _inferred(on_inner, select, types, outer_too=False, unsure=why, beyond=beyond),
+        ):
+            filters += found
+            if crossed:
+                out.crossed_types.add(id(block))
         for alias, source in block.sources.items():
             if source.semi:
                 continue
             mine = [f for f in filters if _aliases(f) == {alias}]
             if source.table is not None:
                 info = catalog.get(source.name)
-                never = [f for f in mine if info is not None and never_true_filter(f, info)]
+                never = [f for f in mine if info is not None and never_true_filter(f, info) and f.sql() not in beyond]
                 if never:
                     out.never_true[id(source.table)] = never[0]
                 finding = _judge(info, mine, settings, source.node) if info and not info.unknown else None
+                reason = next((why[f.sql()] for f in mine if f.sql() in why), None)
+                if finding and reason is not None:
+                    finding.unknown, finding.buckets_read, finding.suggestions = True, None, [reason]
                 if finding:
                     out.findings[id(source.table)] = finding
             elif source.block is not None and source.block.readers == 1:
                 passing = _passing_columns(source.block, needed.get(id(source.block), EVERY))
                 pushed.setdefault(id(source.block), []).extend(
-                    _unqualified(f) for f in mine if passing is EVERY or _names(f) <= passing
+                    Pushed(_unqualified(f), why.get(f.sql()), f.sql() in beyond)
+                    for f in mine
+                    if passing is EVERY or _names(f) <= passing
                 )
     return out
+
+
+@dataclass
+class Pushed:
+    """A filter a reader pushes into a block (see lookup_findings)."""
+
+    filter: exp.Expression
+    unsure: str | None = None
+    beyond: bool = False
+
+
+def _in_with_null(f: exp.Expression) -> bool:
+    return isinstance(f, exp.In) and any(isinstance(v, exp.Null) for v in f.expressions)
 
 
 EVERY = None  # a filter on any output column passes
@@ -129,7 +182,7 @@ def _names(f: exp.Expression) -> set[str]:
     return {c.name.lower() for c in f.find_all(exp.Column)}
 
 
-def _into_branches(block: Block, filters: list[exp.Expression], pushed: dict) -> None:
+def _into_branches(block: Block, filters: list[Pushed], pushed: dict) -> None:
     """A set operation's filters, on its output columns, renamed to each
     branch's column at the same position (a UNION's branches read them)."""
     if not filters or not isinstance(block.node, exp.Union) or not block.branches:
@@ -142,13 +195,13 @@ def _into_branches(block: Block, filters: list[exp.Expression], pushed: dict) ->
     positions = {p.alias_or_name.lower(): i for i, p in enumerate(first.select.expressions)}
     for branch in block.branches:
         names = branch.output_names()
-        for f in filters:
-            if not _names(f) <= set(positions) or names is None:
+        for item in filters:
+            if not _names(item.filter) <= set(positions) or names is None:
                 continue
-            copy = f.copy()
+            copy = item.filter.copy()
             for c in copy.find_all(exp.Column):
                 c.set("this", exp.to_identifier(names[positions[c.name.lower()]]))
-            pushed.setdefault(id(branch), []).append(copy)
+            pushed.setdefault(id(branch), []).append(Pushed(copy, item.unsure, item.beyond))
 
 
 # ---- which filters reach which scan ----------------------------------------------------
@@ -206,28 +259,45 @@ def _null_test_on_outer(cond: exp.Expression, joins: list[tuple[exp.Join, str]])
     return isinstance(cond, exp.Is) and bool(_aliases(cond) & outer)
 
 
-def _inferred(filters: list[exp.Expression], select: exp.Select, types: dict, outer_too: bool) -> list[exp.Expression]:
+def _inferred(
+    filters: list[exp.Expression],
+    select: exp.Select,
+    types: dict,
+    outer_too: bool,
+    unsure: dict[str, str],
+    beyond: set[str],
+) -> tuple[list[exp.Expression], bool]:
     """`a.k = b.k` with `a.k = 5` (or IN): the optimizer adds `b.k = 5`. A
     WHERE filter crosses a LEFT JOIN's equalities too (on the right side it
     turns the join inner); an inner ON filter crosses inner equalities only.
     Not an equality of two types (Spark compares a cast, `types`: per alias,
-    its columns' types), which it infers nothing from."""
+    its columns' types), except onto the side Spark casts. Returns the
+    inferred filters and whether a literal filter met an equality of a
+    string and a number. `unsure` (a filter's SQL: why) gains the filters
+    Spark does not consistently carry to a scan: those inferred across two
+    types onto a subquery or across an outer join's equality, those
+    inferred on from a cast side, and those inferred from an unsure one.
+    `beyond` gains those inferred onto a cast side across an outer join's
+    equality, and on from any cast side (Spark may not have them: no
+    relation is planned empty on them)."""
     joins = _planned_joins(select)
     if any(kind == "full" for _, kind in joins):
-        return []
+        return [], False
     equal = []
     for join, kind in joins:
         if kind != "inner" and not outer_too:
             continue
         for c in _conjuncts(join.args.get("on")):
             if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) and isinstance(c.right, exp.Column):
-                equal.append((c.left, c.right))
+                equal.append((c.left, c.right, kind))
     # The padded side of an outer join: a filter inferred onto it stays below the join (the join's output
     # does not carry it), so it is not carried on to a third relation.
     padded = {j.this.alias_or_name for j, kind in joins if kind in ("left", "full")}
     padded |= {j.parent_select.args["from_"].this.alias_or_name for j, kind in joins if kind in ("right", "full")}
+    tables = _table_aliases(select)
     out: list[exp.Expression] = []
-    cast_onto: set[str] = set()
+    crossed = False
+    cast_side: set[str] = set()
     seen = {f.sql() for f in filters}
     frontier = list(filters)
     while frontier:  # a.k = 5, a.k = b.k, b.k = c.k: c.k = 5 too
@@ -236,21 +306,54 @@ def _inferred(filters: list[exp.Expression], select: exp.Select, types: dict, ou
             col = f.this if isinstance(f, exp.EQ | exp.In) else None
             if not isinstance(col, exp.Column) or not _literals(f):
                 continue
-            if (col.table in padded or f.sql() in cast_onto) and f not in filters:
+            if col.table in padded and f not in filters:
                 continue
-            for a, b in equal:
+            for a, b, kind in equal:
                 for src, dst in ((a, b), (b, a)):
+                    if _same(src, col) and src.table != dst.table and not _numeric_pair(src, dst, types):
+                        # A string against a number: Spark compares casts, and infers through them what the
+                        # model does not.
+                        crossed = True
                     if _same(src, col) and src.table != dst.table and _crosses(src, dst, types):
                         copy = f.copy()
                         copy.set("this", dst.copy())
                         if copy.sql() not in seen:
                             seen.add(copy.sql())
                             found.append(copy)
-                            if not _same_type(src, dst, types):
-                                cast_onto.add(copy.sql())  # inferred onto a cast: Spark carries it no further
+                            if f.sql() in cast_side or f.sql() in beyond:
+                                # On from the cast side: Spark carries it further in some plans, not in others.
+                                beyond.add(copy.sql())
+                                unsure[copy.sql()] = unsure.get(f.sql(), UNSURE_ACROSS_TYPES)
+                            elif f.sql() in unsure:
+                                unsure[copy.sql()] = unsure[f.sql()]
+                            elif not _same_type(src, dst, types):
+                                cast_side.add(copy.sql())
+                                if kind != "inner":
+                                    # Across an outer join's equality of two types Spark does not always
+                                    # infer it: no relation is planned empty on it, and its lookups are unknown.
+                                    beyond.add(copy.sql())
+                                    unsure[copy.sql()] = UNSURE_ACROSS_TYPES
+                                # Onto a cast of a table's column Spark prunes; into a subquery, not always.
+                                if f not in filters or dst.table not in tables:
+                                    unsure[copy.sql()] = UNSURE_ACROSS_TYPES
         out += found
         frontier = found
-    return out
+    return out, crossed
+
+
+def _table_aliases(select: exp.Select) -> set[str]:
+    """The aliases of a block's FROM and JOIN relations that are tables (not subqueries)."""
+    from_expr = select.args.get("from_") or select.args.get("from")
+    relations = ([from_expr.this] if from_expr is not None else []) + [j.this for j in select.args.get("joins") or []]
+    return {r.alias_or_name for r in relations if isinstance(r, exp.Table)}
+
+
+def _numeric_pair(a: exp.Column, b: exp.Column, types: dict) -> bool:
+    """Whether `a = b` compares one type, or two numeric types (whose casts the model follows)."""
+    if _same_type(a, b, types):
+        return True
+    at, bt = (norm_type(types[x.table][x.name.lower()]) for x in (a, b))
+    return at in NUMERIC_ORDER and bt in NUMERIC_ORDER
 
 
 def _same_type(src: exp.Column, dst: exp.Column, types: dict) -> bool:

@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.spark import make_session  # noqa: E402
-from spark_bucketing.checker.verify import PlanError  # noqa: E402
+from spark_bucketing.checker.engines import SESSION_KEYS  # noqa: E402
+from spark_bucketing.checker.verify import PlanError, session_values  # noqa: E402
 from spark_bucketing.extension import SWITCH  # noqa: E402
 from spark_bucketing.metadata import SparkClient  # noqa: E402
 from tests.support.checker_queries import Gen, build_tables, judge  # noqa: E402
@@ -41,6 +42,7 @@ def main() -> int:
     spark = make_session(Path(tempfile.mkdtemp(prefix="sb-checker-random-")))
     client = SparkClient(spark)
     catalog = build_tables(client)
+    session = session_values(client, SESSION_KEYS)  # the session's settings, the same for every query
     for extension in (False, True):
         rng = random.Random(args.seed)
         conf = {SWITCH: str(extension).lower()}
@@ -50,7 +52,7 @@ def main() -> int:
             gen = Gen(rng)
             sql = gen.query()
             try:
-                found, wrong, unknown, what = judge(client, catalog, sql, conf)
+                found, wrong, unknown, what = judge(client, catalog, sql, conf, session)
             except PlanError as exc:  # the generator's mistake, not the checker's
                 unplanned.append(f"{sql}\n    {exc}")
                 continue

@@ -108,10 +108,12 @@ def test_partition_predicates_decide_which_specs_a_query_reads(frozen_catalog, l
     ["a.k = 6000000014", "a.k in (1, 6000000014)", "a.k = -6000000014", "a.k <=> 6000000014"],
 )
 @pytest.mark.parametrize("family", [("hive", 2), ("hive", 1), ("spark", 1)], ids=["hive v2", "hive v1", "spark"])
-def test_a_literal_past_its_columns_range_is_an_unknown_lookup_not_a_crash(where, family):
+def test_a_literal_past_its_columns_range_is_an_empty_scan_or_an_unknown_lookup_not_a_crash(where, family):
     """A bigint literal compared with an int bucket column (through a cast): it stands for no value of the
-    column and cannot be hashed as one (Hive v2 packs an int in 4 bytes). Spark's optimizer rewrites such a
-    comparison in ways not modelled here, so the lookup's buckets are unknown; the checker never fails."""
+    column and cannot be hashed as one (Hive v2 packs an int in 4 bytes). Where every literal is past the
+    range, Spark's optimizer makes the filter false and plans no scan (seen in its plans, for `=` and `<=>`,
+    both signs): no finding. Beside a literal in range (IN), Spark's rewrite is not modelled, so the
+    lookup's buckets are unknown. The checker never fails."""
     hash_, version = family
     spec = BucketSpec(hash_, ("k",), 4, version=version)
     table = RelationInfo("s.bv4", {"k": "int", "v": "string"}, spec, built_by_package=True, complete=True)
@@ -119,6 +121,9 @@ def test_a_literal_past_its_columns_range_is_an_unknown_lookup_not_a_crash(where
     catalog.add(table)
     settings = EngineSettings("spark", {"spark.sql.extensions": EXTENSION_CLASS})
     findings = analyze_sql(f"select * from (select cast(k as bigint) k from s.bv4) a where {where}", catalog, settings)
+    if " in (" not in where:
+        assert findings == [], [f.to_json() for f in findings]
+        return
     # A lookup whose buckets cannot be named says so: no count of buckets read (every bucket would be the count).
     lookups = [f for f in findings if f.kind == "lookup"]
     assert lookups and all(f.buckets_read is None for f in lookups), [f.to_json() for f in findings]

@@ -101,6 +101,12 @@ def scratch(tmp_path_factory) -> Path:
         "select * from (select (select count(*) from {{ ref('daily') }}) as d,"
         " (select count(*) from {{ ref('appended') }}) as a) where d <> 400 or a <> {{ var('appended_rows', 400) }}\n"
     )
+    # Column types for `check --catalog local`, which declares the tables from the manifest alone.
+    columns = "      - {name: k, data_type: int}\n      - {name: v, data_type: string}\n"
+    (root / "models" / "tables.yml").write_text(
+        "version: 2\nmodels:\n"
+        + "".join(f"  - name: {name}\n    columns:\n{columns}" for name in ("fact", "dim", "dim16"))
+    )
     join = (
         "{{ config(materialized='view') }}\n"
         "select f.k, d.v\nfrom {{ ref('fact') }} f\njoin {{ ref('DIM') }} d on f.k = d.k\n"
@@ -154,6 +160,19 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     assert bad["shuffle_free"] is False and bad["verified"] is True, bad
     assert bad["sides"][0]["reasons"] == ["BUCKET_COUNT_MISMATCH"]
     assert not (elsewhere / ".demo").exists()
+
+    # Spark's plans offline: a local session of PySpark (which dbt-spark's session extra installed) declares
+    # the tables from the manifest, with no data, and plans the models; no warehouse is read.
+    out = run(
+        [str(bin_ / "spark-bucketing"), "check", *project, "--catalog", "local", "--no-compile"]
+        + ["--format", "json", "--select", "good_join", "bad_join"],
+        cwd=elsewhere,
+    ).stdout
+    local = {m["model"]: m["findings"] for m in json.loads(out[out.index("{") :])["models"]}
+    assert [f["verdict_from"] for fs in local.values() for f in fs] == ["plan", "plan"], local
+    assert local["model.scratch.good_join"][0]["shuffle_free"] is True
+    assert local["model.scratch.bad_join"][0]["sides"][0]["reasons"] == ["BUCKET_COUNT_MISMATCH"]
+    assert not list(elsewhere.glob("spark-bucketing-local-*")) and not (elsewhere / "metastore_db").exists()
 
     out = run([str(bin_ / "spark-bucketing"), "partitions", "scratch.fact", *project], cwd=elsewhere)
     assert "catalog declares: 8 buckets on (k), spark hash" in out.stdout, out.stdout

@@ -123,9 +123,13 @@ def build_tables(client: SparkClient) -> Catalog:
     return catalog
 
 
-def judge(client, catalog: Catalog, sql: str, conf: dict) -> tuple[int, int, int, list[str]]:
-    """(findings, disagreements, unknown, what disagreed) for one query."""
-    settings = check_settings(conf, session_values(client, SESSION_KEYS))
+def judge(
+    client, catalog: Catalog, sql: str, conf: dict, session: dict | None = None
+) -> tuple[int, int, int, list[str]]:
+    """(findings, disagreements, unknown, what disagreed) for one query.
+    `session`: the session's values of SESSION_KEYS (read here if not given)."""
+    session = session_values(client, SESSION_KEYS) if session is None else session
+    settings = check_settings(conf, session)
     findings = analyze_sql(sql, catalog, settings)
     for f in findings:  # a pass that raised: the checker reports it as a finding, this run as a crash
         if f.kind == "query" and any("could not analyse" in s for s in f.suggestions):

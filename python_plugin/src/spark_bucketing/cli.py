@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -136,22 +137,30 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         if not args.no_compile:
             # Before connecting: dbt's own invocation resets its adapters, connections included.
-            compile_project(project_dir, profiles_dir, args.select or [], args.target, args.target_path)
+            own = args.catalog == "local"
+            compile_project(project_dir, profiles_dir, args.select or [], args.target, args.target_path, own)
         client = connect(args) if args.catalog == "live" or args.verify else None
     except (TargetError, CheckError) as exc:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
         return 2
+    settings = EngineSettings(args.engine, conf)
+    planner = contextlib.nullcontext()
+    if args.catalog == "local":
+        from spark_bucketing.checker.declared import local_planner
+
+        planner = local_planner(extension=settings.extension)
     try:
-        report = run_check(
-            project_dir,
-            select=args.select,
-            settings=EngineSettings(args.engine, conf),
-            catalog_mode=args.catalog,
-            client=client,
-            compile=False,
-            verify_with=client if args.verify else None,
-            target_dir=args.target_path,
-        )
+        with planner as local:
+            report = run_check(
+                project_dir,
+                select=args.select,
+                settings=settings,
+                catalog_mode=args.catalog,
+                client=local or client,
+                compile=False,
+                verify_with=client if args.verify else None,
+                target_dir=args.target_path,
+            )
     except (CheckError, FileNotFoundError) as exc:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
         return 2
@@ -232,7 +241,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the models run with the session extension on (also read from --conf spark.sql.extensions=...)",
     )
-    p.add_argument("--catalog", choices=["manifest", "live"], default="manifest")
+    p.add_argument(
+        "--catalog",
+        choices=["manifest", "live", "local"],
+        default="manifest",
+        help="manifest: the static model offline; live: the warehouse's tables and Spark's plans of each model; "
+        "local: Spark's plans offline, over tables a local session declares from the manifest (needs PySpark)",
+    )
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument(
         "--fail-on",

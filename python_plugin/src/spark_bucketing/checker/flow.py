@@ -27,6 +27,7 @@ from spark_bucketing.checker.joins import (
     broadcast_build,
     broadcast_hinted,
     broadcast_output,
+    cast_keys,
     coerced_sides,
     join_output,
     shuffle_choice,
@@ -46,14 +47,20 @@ from spark_bucketing.checker.suggestions import suggestions
 
 
 def join_and_grouping_findings(
-    query: Query, scans: dict[int, Output], settings: EngineSettings, crossed_types: set[int] | None = None
+    query: Query,
+    scans: dict[int, Output],
+    settings: EngineSettings,
+    crossed_types: set[int] | None = None,
+    widened: set[tuple[int, str]] | None = None,
 ) -> tuple[list[Finding], set[int]]:
     """The findings of the operators the plan has, and the scans (id() of
     their table nodes) it does not have (empty.py). `crossed_types`: the
-    blocks whose joins' verdicts are unknown (lookups.py, ScanLookups)."""
+    blocks whose joins' verdicts are unknown; `widened`: the UNION columns
+    whose branches differ in type (lookups.py, ScanLookups)."""
     flow = _Flow(scans, settings, needed_outputs(query), redundant_aggregates(query))
     flow.filtered_unions = filtered_unions(query)
     flow.crossed_types = crossed_types or set()
+    flow.widened = widened or set()
     if flow.output(query.root).empty:
         flow.vanished.block(query.root)
     for block in query.blocks:  # blocks no other block reads (e.g. scalar subqueries)
@@ -128,6 +135,7 @@ class _Flow:
         self.vanished = Vanished(self._spans, self.findings)
         self.filtered_unions: set[int] = set()  # UNION ALL blocks a filter reaches (partitioning.py)
         self.crossed_types: set[int] = set()  # blocks whose joins' verdicts are unknown (ScanLookups)
+        self.widened: set[tuple[int, str]] = set()  # UNION columns of branches of several types (ScanLookups)
 
     def output(self, block: Block) -> Output:
         if id(block) not in self._outputs:
@@ -326,6 +334,10 @@ class _Flow:
                 # A join on one column moves (several: judged here, as written); NOT IN is broadcast anyway.
                 if semi.kind != "anti (null-aware)" and len(left) == 1 and isinstance(left[0], tuple):
                     targets = push_target(source.block, left[0][1], self.needed)
+                    if targets and (id(source.block), left[0][1]) in self.widened:
+                        # In each branch the join compares the branch's column cast to the union's type: judged
+                        # there, each verdict unknown.
+                        semi.unknown = True
             if targets is None:
                 semi.unknown = True
             for target, key in targets or []:
@@ -420,6 +432,8 @@ class _Flow:
         left = JoinSide(left_part, l_keys, describe_keys(left_aliases, l_keys, sources))
         right = JoinSide(right_part, r_keys, describe_keys([right_alias], r_keys, sources))
         left.type_ok, right.type_ok = coerced_sides(l_keys, r_keys, sources, self.settings.ansi, in_subquery)
+        if not in_subquery:  # `x IN (subquery)` coerces by its own rule (coerced_sides)
+            left.cast, right.cast = cast_keys(l_keys, r_keys, sources, self.settings.ansi)
         unknown = left.desc.unknown or right.desc.unknown
         choice = shuffle_choice(left, right, self.settings)
 

@@ -22,7 +22,7 @@ class Grouping:
     kind: str  # aggregate | distinct | window
     node: exp.Expression  # where the finding points
     exprs: list[exp.Expression]  # the grouping keys
-    # A window keeps its input's partitioning; an aggregation that shuffles leaves its keys'.
+    # Whatever shuffles leaves its keys' partitioning (a window's operator states its input's, the Exchange's).
     changes_partitioning: bool = True
 
 
@@ -36,7 +36,7 @@ def block_groupings(select: exp.Select, windows: list[exp.Window]) -> list[Group
         out.append(Grouping("distinct", select, [p.unalias() for p in select.expressions]))
     for window in windows:
         if window.args.get("partition_by"):
-            out.append(Grouping("window", window, window.args["partition_by"], changes_partitioning=False))
+            out.append(Grouping("window", window, window.args["partition_by"]))
     return out
 
 

@@ -28,6 +28,8 @@ class JoinSide:
     keys: list
     desc: KeyDescription
     type_ok: bool = True
+    # Where Spark casts the keys (not type_ok): the keys as cast (cast_keys()), or None where not known.
+    cast: list | None = None
 
     @property
     def plain(self) -> bool:
@@ -72,6 +74,32 @@ def coerced_sides(
     return l_ok, r_ok
 
 
+def cast_keys(l_keys: list, r_keys: list, sources: dict[str, Output], ansi: bool) -> tuple[list | None, list | None]:
+    """Each side's keys as the join compares them: a column Spark casts to
+    the other key's type as `(alias, "column::type")`, a key a shuffle by
+    that cast partitions its output by (a later join comparing the same cast
+    needs no shuffle). None for a side with a key whose cast is not known
+    (a computed key, a type not known, or both keys cast)."""
+    left, right = [], []
+    for lk, rk in zip(l_keys, r_keys, strict=True):
+        lt, rt = key_type(lk, sources), key_type(rk, sources)
+        if not (isinstance(lk, tuple) and isinstance(rk, tuple) and lt and rt):
+            return None, None
+        kept = "both" if norm_type(lt) == norm_type(rt) else wider(lt, rt, ansi)
+        if kept is None:
+            return None, None
+        left.append(lk if kept in ("both", "left") else (lk[0], f"{lk[1]}::{norm_type(rt)}"))
+        right.append(rk if kept in ("both", "right") else (rk[0], f"{rk[1]}::{norm_type(lt)}"))
+    return left, right
+
+
+def _compared_keys(side: JoinSide) -> list | None:
+    """The keys a side's partitioning must cluster by: its columns, or their casts where Spark casts them."""
+    if not side.plain:
+        return None
+    return side.keys if side.type_ok else side.cast
+
+
 def shuffle_choice(left: JoinSide, right: JoinSide, settings: EngineSettings) -> ShuffleChoice:
     """Spark's choice for a join: the sides whose partitioning satisfies the
     keys are kept; of two that cannot join bucket by bucket, the one with
@@ -81,8 +109,9 @@ def shuffle_choice(left: JoinSide, right: JoinSide, settings: EngineSettings) ->
     if kept is not None:
         return ShuffleChoice(SideChoice(shuffle=False), SideChoice(shuffle=False), kept, lp.hash)
     require_all = settings.require_all_cluster_keys
-    lpos = satisfies(lp, left.keys, require_all) if left.plain and left.type_ok else None
-    rpos = satisfies(rp, right.keys, require_all) if right.plain and right.type_ok else None
+    l_keys, r_keys = _compared_keys(left), _compared_keys(right)
+    lpos = satisfies(lp, l_keys, require_all) if l_keys is not None else None
+    rpos = satisfies(rp, r_keys, require_all) if r_keys is not None else None
     choice = ShuffleChoice(SideChoice(), SideChoice(), settings.shuffle_partitions)
     if lpos is not None and rpos is not None:
         same_hash = lp.hash == rp.hash
@@ -126,9 +155,10 @@ def join_output(kind: str, left: JoinSide, right: JoinSide, choice: ShuffleChoic
     def out(s: JoinSide, c: SideChoice) -> Part | None:
         if not c.shuffle:
             return s.part
-        if not s.type_ok:
-            return None  # Spark casts these keys to the other side's type: partitioned by the casts, not the columns
-        return Part(options=[tuple(s.keys)], num=choice.num, bucketed=False, hash=choice.placed_by)
+        keys = s.keys if s.type_ok else s.cast  # Spark casts these keys: partitioned by the casts, not the columns
+        if keys is None:
+            return None
+        return Part(options=[tuple(keys)], num=choice.num, bucketed=False, hash=choice.placed_by)
 
     l_out, r_out = out(left, choice.left), out(right, choice.right)
     if not (left.plain and right.plain) or kind == "full":

@@ -35,10 +35,11 @@ LITERAL_TYPE = "LITERAL_TYPE_CASTS_COLUMN"
 CASTS_COLUMN = object()
 
 
-def on_column(e: exp.Expression, column: str, literal_node, reasons: list[str]) -> bool:
+def on_column(e: exp.Expression, column: str, literal_node, reasons: list[str], col_type: str | None = None) -> bool:
     """The filter compares the bucket column itself. A cast of an integral
     column to a wider number compared with a whole number is unwrapped by the
-    optimizer; any other cast or function hides the column."""
+    optimizer; any other cast (one to a narrower type among them: `col_type`,
+    the column's, where known) or function hides the column."""
     if isinstance(e, exp.Column) and e.name.lower() == column:
         return True
     if (
@@ -48,10 +49,18 @@ def on_column(e: exp.Expression, column: str, literal_node, reasons: list[str]) 
         and norm_type(e.to.sql("spark")) in (*INTEGRAL, "double", "float")
         and isinstance(literal_node, exp.Literal | exp.Neg)
         and not is_string(literal_node)
+        and _widens(col_type, e.to.sql("spark"))
     ):
         return True
     reasons.append(E.KEY_CAST if isinstance(e, exp.Cast) else E.KEY_EXPRESSION)
     return False
+
+
+def _widens(col_type: str | None, to: str) -> bool:
+    """Whether a cast of a `col_type` column to `to` is one Spark unwraps (an up-cast; unknown: assumed)."""
+    if col_type is None or norm_type(col_type) not in NUMERIC_ORDER:
+        return True
+    return NUMERIC_ORDER.index(norm_type(col_type)) <= NUMERIC_ORDER.index(norm_type(to))
 
 
 def is_string(node) -> bool:

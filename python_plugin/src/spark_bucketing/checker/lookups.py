@@ -53,11 +53,13 @@ class ScanLookups:
     """Per scan (the id() of its table node): its lookup finding, and a filter
     no row of it passes; the blocks (id()) where a literal filter meets a
     join equality of a string and a number (`crossed_types`), whose joins
-    Spark plans in ways not modelled (flow.py marks them unknown)."""
+    Spark plans in ways not modelled (flow.py marks them unknown); the UNION
+    blocks' columns whose branches differ in type (`widened`: (id(), name))."""
 
     findings: dict[int, Finding] = field(default_factory=dict)
     never_true: dict[int, exp.Expression] = field(default_factory=dict)
     crossed_types: set[int] = field(default_factory=set)
+    widened: set[tuple[int, str]] = field(default_factory=set)
 
 
 # Where Spark's optimizer is not consistent enough to model, the lookups the filter reaches are unknown.
@@ -83,10 +85,12 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
     # why it is not sure to reach a scan (or None) and whether no relation is planned empty on it (`beyond`).
     pushed: dict[int, list[Pushed]] = {}
     needed = needed_outputs(query)
+    memo: dict[int, dict] = {}  # per block, its output columns' types (_output_types)
     for block in reversed(query.blocks):  # readers before the blocks they read
         select = block.select
         if select is None:
             _into_branches(block, pushed.get(id(block), []), pushed)
+            out.widened |= {(id(block), name) for name in _widened_columns(block, catalog, memo)}
             continue
         where, on_inner, on_outer = _block_filters(select)
         why: dict[str, str] = {}  # a filter's SQL: why a lookup it reaches is unknown
@@ -101,12 +105,13 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
                     beyond.add(f.sql())
         inferable = where + from_above
         filters = inferable + on_inner + on_outer
-        types = _source_types(block, catalog)
+        types = _source_types(block, catalog, memo)
+        lossy = _widened_union_columns(block, catalog, memo) | _unwrapped_cast_columns(block, catalog, memo)
         if any(written_kind(j) == "full" for j in select.args.get("joins") or []):
             why.update((f.sql(), UNSURE_NULL_IN) for f in inferable if _in_with_null(f))
         for found, crossed in (
-            _inferred(inferable, select, types, outer_too=True, unsure=why, beyond=beyond),
-            _inferred(on_inner, select, types, outer_too=False, unsure=why, beyond=beyond),
+            _inferred(inferable, select, types, outer_too=True, unsure=why, beyond=beyond, lossy=lossy),
+            _inferred(on_inner, select, types, outer_too=False, unsure=why, beyond=beyond, lossy=lossy),
         ):
             filters += found
             if crossed:
@@ -222,13 +227,13 @@ def _aliases(e: exp.Expression) -> set[str]:
     return {c.table for c in e.find_all(exp.Column)}
 
 
-def _planned_joins(select: exp.Select) -> list[tuple[exp.Join, str]]:
-    """The block's joins with the kinds Spark plans them as (outer_joins.py)."""
+def _planned_joins(select: exp.Select, by_joins: bool = True) -> list[tuple[exp.Join, str]]:
+    """The block's joins with the kinds Spark plans them as (outer_joins.py; `by_joins`: see there)."""
     joins = select.args.get("joins") or []
     from_expr = select.args.get("from_") or select.args.get("from")
     if not joins or from_expr is None:
         return []
-    return list(zip(joins, planned_join_kinds(select, from_expr.this.alias_or_name), strict=True))
+    return list(zip(joins, planned_join_kinds(select, from_expr.this.alias_or_name, by_joins), strict=True))
 
 
 def _block_filters(select: exp.Select) -> tuple[list, list, list]:
@@ -266,6 +271,7 @@ def _inferred(
     outer_too: bool,
     unsure: dict[str, str],
     beyond: set[str],
+    lossy: set[tuple[str, str]],
 ) -> tuple[list[exp.Expression], bool]:
     """`a.k = b.k` with `a.k = 5` (or IN): the optimizer adds `b.k = 5`. A
     WHERE filter crosses a LEFT JOIN's equalities too (on the right side it
@@ -279,7 +285,8 @@ def _inferred(
     inferred on from a cast side, and those inferred from an unsure one.
     `beyond` gains those inferred onto a cast side across an outer join's
     equality, and on from any cast side (Spark may not have them: no
-    relation is planned empty on them)."""
+    relation is planned empty on them). A filter of the block on a `lossy`
+    column (_widened_union_columns, _unwrapped_cast_columns) crosses no equality."""
     joins = _planned_joins(select)
     if any(kind == "full" for _, kind in joins):
         return [], False
@@ -291,9 +298,11 @@ def _inferred(
             if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) and isinstance(c.right, exp.Column):
                 equal.append((c.left, c.right, kind))
     # The padded side of an outer join: a filter inferred onto it stays below the join (the join's output
-    # does not carry it), so it is not carried on to a third relation.
-    padded = {j.this.alias_or_name for j, kind in joins if kind in ("left", "full")}
-    padded |= {j.parent_select.args["from_"].this.alias_or_name for j, kind in joins if kind in ("right", "full")}
+    # does not carry it), so it is not carried on to a third relation. Outer as inference sees it: a join
+    # narrowed only by a later join's equality is still outer then.
+    early = _planned_joins(select, by_joins=False)
+    padded = {j.this.alias_or_name for j, kind in early if kind in ("left", "full")}
+    padded |= {j.parent_select.args["from_"].this.alias_or_name for j, kind in early if kind in ("right", "full")}
     tables = _table_aliases(select)
     out: list[exp.Expression] = []
     crossed = False
@@ -307,6 +316,8 @@ def _inferred(
             if not isinstance(col, exp.Column) or not _literals(f):
                 continue
             if col.table in padded and f not in filters:
+                continue
+            if f in filters and (col.table, col.name.lower()) in lossy:
                 continue
             for a, b, kind in equal:
                 for src, dst in ((a, b), (b, a)):
@@ -373,7 +384,63 @@ def _crosses(src: exp.Column, dst: exp.Column, types: dict) -> bool:
     return both and wider(st, dt) == "left"
 
 
-def _source_types(block: Block, catalog: Catalog) -> dict[str, dict[str, str | None]]:
+def _widened_union_columns(block: Block, catalog: Catalog, memo: dict) -> set[tuple[str, str]]:
+    """(alias, column) of the block's UNION sources whose branches differ in
+    that column's type. Spark infers a filter across a join equality from the
+    constraints a relation guarantees, and a UNION guarantees those its
+    branches share: the branch Spark casts to the wider type states its filter
+    on the cast (or on its own column, the cast unwrapped), so the union
+    states none, and a filter on that column reaches the union's branches but
+    not the other side of the join."""
+    return {
+        (alias, name)
+        for alias, source in block.sources.items()
+        if source.block is not None
+        for name in _widened_columns(source.block, catalog, memo)
+    }
+
+
+def _unwrapped_cast_columns(block: Block, catalog: Catalog, memo: dict) -> set[tuple[str, str]]:
+    """(alias, column) of the block's subquery sources that compute the
+    column as a cast of an integral column up to a wider integral type. A
+    filter on it is pushed into the subquery onto the cast, which the
+    optimizer unwraps onto the column (UnwrapCastInBinaryComparison); the
+    subquery's output then guarantees nothing of its own column (the
+    constraint names the inner one), so the filter is not inferred across a
+    join equality."""
+    out = set()
+    for alias, source in block.sources.items():
+        sub = source.block
+        if sub is None or sub.select is None:
+            continue
+        inner = _source_types(sub, catalog, memo)
+        only = next(iter(inner.values())) if len(inner) == 1 else {}
+        for p in sub.select.expressions:
+            e = p.unalias()
+            if not (isinstance(e, exp.Cast) and isinstance(e.this, exp.Column)):
+                continue
+            col_type = inner.get(e.this.table, only).get(e.this.name.lower())
+            to = norm_type(e.to.sql("spark"))
+            if col_type and norm_type(col_type) in INTEGRAL and to in INTEGRAL:
+                if INTEGRAL.index(norm_type(col_type)) < INTEGRAL.index(to):
+                    out.add((alias, p.alias_or_name.lower()))
+    return out
+
+
+def _widened_columns(union: Block, catalog: Catalog, memo: dict) -> set[str]:
+    """The output columns of a UNION block whose branches differ in type (Spark casts some branches')."""
+    if union.select is not None or not union.branches:
+        return set()
+    branches = [_output_types(b, catalog, memo) for b in union.branches]
+    columns = [list(b.values()) for b in branches]
+    return {
+        name
+        for i, name in enumerate(branches[0])
+        if len({norm_type(c[i]) if i < len(c) and c[i] else None for c in columns}) > 1
+    }
+
+
+def _source_types(block: Block, catalog: Catalog, memo: dict) -> dict[str, dict[str, str | None]]:
     """Per source alias of `block`, its columns' types where they are plain
     columns or casts down to a base table (None where not known)."""
     out: dict[str, dict[str, str | None]] = {}
@@ -382,18 +449,25 @@ def _source_types(block: Block, catalog: Catalog) -> dict[str, dict[str, str | N
             info = catalog.get(source.name)
             out[alias] = dict(info.columns) if info is not None else {}
         elif source.block is not None:
-            out[alias] = _output_types(source.block, catalog)
+            out[alias] = _output_types(source.block, catalog, memo)
     return out
 
 
-def _output_types(block: Block, catalog: Catalog) -> dict[str, str | None]:
+def _output_types(block: Block, catalog: Catalog, memo: dict) -> dict[str, str | None]:
     """A block's output columns' types where they are plain columns, casts or
     arithmetic on a column down to a base table (a set operation's: its
-    first branch's); None where not known."""
+    first branch's); None where not known. `memo`: per block (id()), what
+    this query's analysis computed already."""
+    if id(block) not in memo:
+        memo[id(block)] = _computed_output_types(block, catalog, memo)
+    return memo[id(block)]
+
+
+def _computed_output_types(block: Block, catalog: Catalog, memo: dict) -> dict[str, str | None]:
     if block.select is None:
-        return union_types([_output_types(b, catalog) for b in block.branches])
+        return union_types([_output_types(b, catalog, memo) for b in block.branches])
     types: dict[str, str | None] = {}
-    inner = _source_types(block, catalog)
+    inner = _source_types(block, catalog, memo)
     only = next(iter(inner.values())) if len(inner) == 1 else {}
     for p in block.select.expressions:
         e = p.unalias()
@@ -442,13 +516,25 @@ def _substituted(filters: list[exp.Expression], select: exp.Select) -> list[exp.
 
 
 def never_true_filter(f: exp.Expression, info: RelationInfo) -> bool:
-    """`column = literal` or `column IN (literals)` with no literal in the
-    range of the integral column (NULLs aside): Spark's optimizer makes the
-    filter false and plans an empty relation instead of the scan and of every
-    operator the emptiness reaches."""
-    if not isinstance(f, exp.EQ | exp.In) or f.args.get("query") or not isinstance(f.this, exp.Column):
+    """`column = literal`, `column <=> literal` or `column IN (literals)`
+    (the column itself or cast up to a wider integral type) with no literal in
+    the range of the integral column (NULLs aside): Spark's optimizer makes
+    the filter false and plans an empty relation instead of the scan and of
+    every operator the emptiness reaches."""
+    if not isinstance(f, exp.EQ | exp.NullSafeEQ | exp.In) or f.args.get("query"):
         return False
-    col_type = info.columns.get(f.this.name.lower())
+    column = f.this
+    if isinstance(column, exp.Cast) and isinstance(column.this, exp.Column):
+        # A cast up to a wider integral type, which the optimizer unwraps: the column's range decides.
+        column, to = column.this, norm_type(column.to.sql("spark"))
+        col_type = info.columns.get(column.name.lower())
+        if to not in INTEGRAL or col_type is None or norm_type(col_type) not in INTEGRAL:
+            return False
+        if INTEGRAL.index(norm_type(col_type)) > INTEGRAL.index(to):
+            return False
+    elif not isinstance(column, exp.Column):
+        return False
+    col_type = info.columns.get(column.name.lower())
     if col_type is None or norm_type(col_type) not in INTEGRAL:
         return False
     nodes = f.expressions if isinstance(f, exp.In) else [f.expression]
@@ -542,7 +628,7 @@ def _bucket_set(e: exp.Expression, column: str, col_type: str | None, n: int, re
     if not touches:
         return ALL
     if isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
-        ok = on_column(e.this, column, None, reasons)
+        ok = on_column(e.this, column, None, reasons, col_type)
         return _ids([None], col_type, n) if ok else ALL
     if isinstance(e, exp.EQ | exp.NullSafeEQ):
         col, value = e.left, e.right
@@ -553,9 +639,9 @@ def _bucket_set(e: exp.Expression, column: str, col_type: str | None, n: int, re
             return ALL
         if literal == "NULL":
             # `= NULL` is never true; `<=> NULL` is IS NULL.
-            null_safe = isinstance(e, exp.NullSafeEQ) and on_column(col, column, value, reasons)
+            null_safe = isinstance(e, exp.NullSafeEQ) and on_column(col, column, value, reasons, col_type)
             return _ids([None], col_type, n) if null_safe else ALL
-        if not on_column(col, column, value, reasons):
+        if not on_column(col, column, value, reasons, col_type):
             return ALL
         value_typed = typed(literal, value, col_type, in_list=False)
         if value_typed is CASTS_COLUMN:
@@ -568,7 +654,7 @@ def _bucket_set(e: exp.Expression, column: str, col_type: str | None, n: int, re
             reasons.append(NOT_PRUNABLE)
             return ALL
         first = next((x for x, v in zip(e.expressions, literals, strict=True) if v != "NULL"), e.expressions[0])
-        if not on_column(e.this, column, first, reasons):
+        if not on_column(e.this, column, first, reasons, col_type):
             return ALL
         values = [typed(v, node, col_type, in_list=True) for v, node in zip(literals, e.expressions, strict=True)]
         if any(t is CASTS_COLUMN for t in values):

@@ -29,9 +29,12 @@ def written_kind(join: exp.Join) -> str:
     return (join.args.get("side") or kind or "inner").lower()
 
 
-def planned_join_kinds(select: exp.Select, first_alias: str) -> list[str]:
+def planned_join_kinds(select: exp.Select, first_alias: str, by_joins: bool = True) -> list[str]:
     """The kind Spark plans for each of `select`'s joins, in their order
-    (`first_alias`: the FROM clause's relation)."""
+    (`first_alias`: the FROM clause's relation). Without `by_joins`, the
+    kinds as Spark infers filters across them: narrowed by the WHERE clause
+    only (a later join's equality narrows a join through the `isnotnull`
+    that inference itself adds, after it)."""
     joins = select.args.get("joins") or []
     kinds = [written_kind(j) for j in joins]
     rights = [j.this.alias_or_name for j in joins]
@@ -42,7 +45,7 @@ def planned_join_kinds(select: exp.Select, first_alias: str) -> list[str]:
         kinds[i] = _narrowed(kinds[i], bool(rejected & left), rights[i] in rejected)
         below = rejected & left if kinds[i] in ("inner", "left", "semi", "anti") else set()
         on = joins[i].args.get("on")
-        if on is not None and kinds[i] in ("inner", "right"):
+        if by_joins and on is not None and kinds[i] in ("inner", "right"):
             below |= rejected_aliases(on) & left
         rejected = below
     return kinds

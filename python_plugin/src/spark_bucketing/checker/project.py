@@ -98,8 +98,15 @@ def target_path(project_dir: Path, given: str | None = None) -> Path:
 
 
 def compile_project(
-    project_dir: Path, profiles_dir: Path | None, select: list[str], target: str | None, target_dir: str | None = None
+    project_dir: Path,
+    profiles_dir: Path | None,
+    select: list[str],
+    target: str | None,
+    target_dir: str | None = None,
+    own_process: bool = False,
 ) -> None:
+    """`dbt compile`; in a process of its own with `own_process` (a target of method session starts its
+    Spark in the process that compiles, and --catalog local needs this process's Spark for itself)."""
     from dbt.cli.main import dbtRunner
 
     args = ["compile", "--project-dir", str(project_dir), "--quiet"]
@@ -111,6 +118,15 @@ def compile_project(
         args += ["--target-path", target_dir]
     if select:
         args += ["--select", *select]
+    if own_process:
+        import subprocess
+
+        code = "import sys; from dbt.cli.main import cli; sys.exit(cli())"
+        # stdout to stderr: the report (maybe JSON) owns stdout.
+        done = subprocess.run([sys.executable, "-c", code, *args], stdout=sys.stderr, check=False)
+        if done.returncode != 0:
+            raise CheckError(f"`dbt {' '.join(args)}` failed: see the messages above")
+        return
     # `dbt compile --select` prints the compiled SQL even with --quiet; the
     # report (maybe JSON) owns stdout.
     with contextlib.redirect_stdout(sys.stderr):
@@ -190,6 +206,15 @@ def run_check(
         for name in sorted({r for m in models for r in referenced_relations(m.get("compiled_code") or "")}):
             live.add(relation_from_live(client, name))
         catalog = live
+    refused: dict[str, str] = {}
+    if catalog_mode == "local":
+        from spark_bucketing.checker.declared import declare
+
+        if client is None:
+            raise CheckError("--catalog local needs its local Spark session (spark_bucketing.checker.declared)")
+        refused = declare(
+            client, catalog, {r for m in models for r in referenced_relations(m.get("compiled_code") or "")}
+        )
     reports = []
     for node in models:
         code = node.get("compiled_code")
@@ -200,7 +225,11 @@ def run_check(
             ]
         else:
             report.findings = analyze_sql(code, catalog, settings)
-            if catalog_mode == "live" and settings.engine == "spark":
+            unplannable = [refused[r] for r in sorted(referenced_relations(code)) if r in refused] if refused else []
+            if unplannable and settings.engine == "spark":
+                report.verdicts, report.not_planned = "static", unplannable[0]
+                report.corrections = [None] * len(report.findings)
+            elif catalog_mode in ("live", "local") and settings.engine == "spark":
                 _take_the_plans_verdicts(report, client, code, stated)
             elif verify_with is not None:
                 from spark_bucketing.checker.verify import verify

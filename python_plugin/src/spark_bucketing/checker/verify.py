@@ -143,10 +143,11 @@ def session_conf(client, conf: dict[str, str]):
     """Settings on the connection's session for a block, put back after.
     Over Thrift and in dbt's connection they belong to that session only."""
     current = session_values(client, conf)
-    previous = {key: current.get(key) for key in conf}
+    # Only the settings the session does not have already: each SET is a round trip (over Thrift, a statement).
+    previous = {key: current.get(key) for key, value in conf.items() if current.get(key) != value}
     try:
-        for key, value in conf.items():
-            client.query(f"SET {key}={value}")
+        for key in previous:
+            client.query(f"SET {key}={conf[key]}")
         yield
     finally:
         for key, value in previous.items():

@@ -149,3 +149,24 @@ def test_verify_plans_under_the_models_settings_and_skips_broadcasts(corpus):
     ] and "broadcast by the query's hint" in finding.suggestions[0]
     (result,) = verify(client, hinted, [finding])
     assert result["matched"] is True and result["plan"] == [False, False]
+
+
+def test_verify_pairs_each_lookup_with_its_own_scan(corpus):
+    """Two scans of one table, the first lookup uncounted (unknown), the
+    second counted: the counted one is paired with the scan that agrees with
+    it, the unknown one with the other (taken in order, the unknown took the
+    agreeing scan and the counted one was reported wrong: randomized seed
+    750861906)."""
+    client, catalog = corpus
+    sql = (
+        f"select a.k, b.k as bk from (select distinct k, w from {S}.kb8) a right join {S}.p b on a.k = b.k"
+        f" join (select cast(k as int) as k, w from {S}.kb8) c on c.k = b.k where a.k in (7, 3000000000, null)"
+    )
+    findings = analyze_sql(sql, catalog, EngineSettings("spark", {}))
+    lookups = [f for f in findings if f.kind == "lookup"]
+    assert [f.buckets_read for f in lookups] == [None, 3], [f.to_json() for f in lookups]
+    results = [r for f, r in zip(findings, verify(client, sql, findings), strict=True) if f.kind == "lookup"]
+    assert results == [
+        {"matched": None, "plan": {"buckets_read": 8, "buckets": 8}},
+        {"matched": True, "plan": {"buckets_read": 3, "buckets": 8}},
+    ]

@@ -139,7 +139,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             # Before connecting: dbt's own invocation resets its adapters, connections included.
             own = args.catalog == "local"
             compile_project(project_dir, profiles_dir, args.select or [], args.target, args.target_path, own)
-        client = connect(args) if args.catalog == "live" or args.verify else None
+        # --catalog local's verdicts are plans already: --verify adds nothing there, and no warehouse is read.
+        client = connect(args) if args.catalog == "live" or (args.verify and args.catalog != "local") else None
     except (TargetError, CheckError) as exc:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
         return 2

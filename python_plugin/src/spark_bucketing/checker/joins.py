@@ -154,7 +154,8 @@ def join_output(kind: str, left: JoinSide, right: JoinSide, choice: ShuffleChoic
 
     def out(s: JoinSide, c: SideChoice) -> Part | None:
         if not c.shuffle:
-            return s.part
+            # A join's output is no scan: no later join coalesces or clones its buckets.
+            return replace(s.part, scan=False) if s.part is not None else None
         keys = s.keys if s.type_ok else s.cast  # Spark casts these keys: partitioned by the casts, not the columns
         if keys is None:
             return None
@@ -203,8 +204,12 @@ def broadcast_build(kind: str, left_aliases: list[str], right_alias: str, hinted
 def broadcast_output(kind: str, streamed: Part | None, keys: list, build_keys: list | None) -> Part | None:
     """A broadcast hash join keeps its streamed side's partitioning; an
     inner one also satisfies the broadcast side's equal keys (`build_keys`,
-    None where the keys' types differ)."""
-    if streamed is None or kind != "inner" or build_keys is None:
+    None where the keys' types differ). Its output is no scan: no later join
+    coalesces or clones its buckets."""
+    if streamed is None:
+        return None
+    streamed = replace(streamed, scan=False)
+    if kind != "inner" or build_keys is None:
         return streamed
     extra = [tuple(build_keys[keys.index(c)] for c in opt) for opt in streamed.options if all(c in keys for c in opt)]
     return replace(streamed, options=streamed.options + extra)

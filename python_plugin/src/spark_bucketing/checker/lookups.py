@@ -339,6 +339,10 @@ def _inferred(
                                 unsure[copy.sql()] = unsure[f.sql()]
                             elif not _same_type(src, dst, types):
                                 cast_side.add(copy.sql())
+                                if _past_range(copy, types[dst.table][dst.name.lower()]):
+                                    # Spark may plan the cast side empty and drop the joins it
+                                    # empties: their verdicts are unknown.
+                                    crossed = True
                                 if kind != "inner":
                                     # Across an outer join's equality of two types Spark does not always
                                     # infer it: no relation is planned empty on it, and its lookups are unknown.
@@ -420,11 +424,18 @@ def _unwrapped_cast_columns(block: Block, catalog: Catalog, memo: dict) -> set[t
             if not (isinstance(e, exp.Cast) and isinstance(e.this, exp.Column)):
                 continue
             col_type = inner.get(e.this.table, only).get(e.this.name.lower())
-            to = norm_type(e.to.sql("spark"))
-            if col_type and norm_type(col_type) in INTEGRAL and to in INTEGRAL:
-                if INTEGRAL.index(norm_type(col_type)) < INTEGRAL.index(to):
-                    out.add((alias, p.alias_or_name.lower()))
+            if _integral_up_cast(col_type, e.to.sql("spark"), strictly=True):
+                out.add((alias, p.alias_or_name.lower()))
     return out
+
+
+def _integral_up_cast(col_type: str | None, to: str, strictly: bool = False) -> bool:
+    """A cast of an integral `col_type` column to an integral type at least (`strictly`: more) as wide:
+    one the optimizer unwraps in a comparison with a literal (UnwrapCastInBinaryComparison)."""
+    if not col_type or norm_type(col_type) not in INTEGRAL or norm_type(to) not in INTEGRAL:
+        return False
+    low, high = INTEGRAL.index(norm_type(col_type)), INTEGRAL.index(norm_type(to))
+    return low < high if strictly else low <= high
 
 
 def _widened_columns(union: Block, catalog: Catalog, memo: dict) -> set[str]:
@@ -523,19 +534,14 @@ def never_true_filter(f: exp.Expression, info: RelationInfo) -> bool:
     every operator the emptiness reaches."""
     if not isinstance(f, exp.EQ | exp.NullSafeEQ | exp.In) or f.args.get("query"):
         return False
-    column = f.this
-    if isinstance(column, exp.Cast) and isinstance(column.this, exp.Column):
-        # A cast up to a wider integral type, which the optimizer unwraps: the column's range decides.
-        column, to = column.this, norm_type(column.to.sql("spark"))
-        col_type = info.columns.get(column.name.lower())
-        if to not in INTEGRAL or col_type is None or norm_type(col_type) not in INTEGRAL:
-            return False
-        if INTEGRAL.index(norm_type(col_type)) > INTEGRAL.index(to):
-            return False
-    elif not isinstance(column, exp.Column):
-        return False
-    col_type = info.columns.get(column.name.lower())
-    if col_type is None or norm_type(col_type) not in INTEGRAL:
+    col_type = _range_type(f.this, info)
+    return col_type is not None and _past_range(f, col_type)
+
+
+def _past_range(f: exp.Expression, col_type: str) -> bool:
+    """`column = literal` (or `<=>`), or `column IN (literals)`, with no literal in the
+    range of the integral `col_type` (NULLs aside)."""
+    if norm_type(col_type) not in INTEGRAL or not isinstance(f, exp.EQ | exp.NullSafeEQ | exp.In):
         return False
     nodes = f.expressions if isinstance(f, exp.In) else [f.expression]
     values = [literal_value(n) for n in nodes]
@@ -543,6 +549,21 @@ def never_true_filter(f: exp.Expression, info: RelationInfo) -> bool:
         return False
     typed_values = [typed(v, n, col_type, in_list=isinstance(f, exp.In)) for v, n in zip(values, nodes, strict=True)]
     return all(t is OUT_OF_RANGE or t is None for t in typed_values) and OUT_OF_RANGE in typed_values
+
+
+def _range_type(e: exp.Expression, info: RelationInfo) -> str | None:
+    """The integral type whose range decides whether `e = literal` can hold:
+    a column's; through a cast up to a wider integral type, the column's
+    (the optimizer unwraps the cast); `column + 1` (or -, *), its type (the
+    literal's wider type casts the whole expression, unwrapped the same way).
+    None for anything else."""
+    if isinstance(e, exp.Column):
+        return info.columns.get(e.name.lower())
+    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Column):
+        inner = info.columns.get(e.this.name.lower())
+        return inner if _integral_up_cast(inner, e.to.sql("spark")) else None
+    column = e.find(exp.Column)
+    return arithmetic_type(e, info.columns.get(column.name.lower())) if column is not None else None
 
 
 # ---- how many buckets a scan's filters select --------------------------------------------

@@ -10,7 +10,7 @@ from spark_bucketing.checker.blocks import Block, Query
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.keytypes import norm_type
 from spark_bucketing.checker.model import Output, Part
-from spark_bucketing.checker.outer_joins import planned_join_kinds
+from spark_bucketing.checker.outer_joins import planned_join_kinds, rejected_aliases
 
 
 def unordered(part: Part | None) -> Part | None:
@@ -103,16 +103,53 @@ def filtered_unions(query: Query) -> set[int]:
             continue
         first = from_expr.this.alias_or_name
         joins = select.args.get("joins") or []
-        kinds = planned_join_kinds(select, first)
+        # The joins' kinds as Spark infers `isnotnull` across them: a join a later join's equality
+        # narrows to inner is still outer there, and its preserved union takes no filter.
+        kinds = planned_join_kinds(select, first, by_joins=False)
         where = select.args.get("where")
         for alias, source in block.sources.items():
             if source.block is None or not isinstance(source.block.node, exp.Union):
                 continue
-            in_where = where is not None and any(c.table == alias for c in where.find_all(exp.Column))
+            in_where = where is not None and _not_null_filter(where.this, alias)
             joined = _filtered_join_side(alias, first, joins, kinds)
-            if in_where or joined:
+            if in_where or joined or _renamed_column_read(select, alias, source.block):
                 out.add(id(source.block))
     return out
+
+
+def _not_null_filter(where: exp.Expression, alias: str) -> bool:
+    """Whether a WHERE clause puts a filter on `alias`'s columns that Spark
+    turns into `isnotnull` in each UNION branch (a null-intolerant predicate:
+    a comparison, IS NOT NULL, anything not known otherwise). An IN list of
+    literals infers none, and the branches keep the union's partitioning."""
+    for pred in where.flatten() if isinstance(where, exp.And) else [where]:
+        while isinstance(pred, exp.Paren):
+            pred = pred.this
+        if not any(c.table == alias for c in pred.find_all(exp.Column)):
+            continue
+        literal_list = isinstance(pred, exp.In) and not pred.args.get("query")
+        if not (literal_list and isinstance(pred.this, exp.Column)):
+            return True
+    return False
+
+
+def _renamed_column_read(select: exp.Select, alias: str, union: Block) -> bool:
+    """Whether `select` reads a column a UNION branch renames (`v AS w`):
+    the branch keeps its projection, which loses the union's partitioning
+    (a renamed column the query does not read is pruned with its projection)."""
+    renamed = set()
+    for branch in union.branches:
+        if branch.select is None:
+            return True
+        for e in branch.select.expressions:
+            kept_name = isinstance(e.this, exp.Column) and e.this.name.lower() == e.alias_or_name.lower()
+            if isinstance(e, exp.Alias) and not kept_name:
+                renamed.add(e.alias.lower())
+    if not renamed:
+        return False
+    if any(isinstance(e, exp.Star) or isinstance(e.this, exp.Star) for e in select.expressions):
+        return True
+    return any(c.table == alias and c.name.lower() in renamed for c in select.find_all(exp.Column))
 
 
 def _bare(branch: Block) -> bool:
@@ -127,7 +164,12 @@ def _bare(branch: Block) -> bool:
 
 
 def _filtered_join_side(alias: str, first: str, joins: list, kinds: list[str]) -> bool:
+    """Whether a join infers `isnotnull` into `alias`: a column of it in the
+    join's condition, on a side the join does not preserve."""
     for i, (join, kind) in enumerate(zip(joins, kinds, strict=True)):
+        on = join.args.get("on")
+        if on is None or alias not in rejected_aliases(on):
+            continue
         right = join.this.alias_or_name
         left_aliases = {first, *(j.this.alias_or_name for j in joins[:i])}
         if alias == right and kind in ("inner", "semi", "anti", "left"):

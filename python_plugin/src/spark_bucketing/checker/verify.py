@@ -225,9 +225,11 @@ def _verify(client, sql: str, findings: list[Finding], every_scan: bool) -> Plan
         # Spark drops the bucketed read of a scan no join needs, and with it the
         # count it prints; the pruning itself stays. Keep the scans bucketed to see it.
         found = scans(explain(client, sql, {"spark.sql.sources.bucketing.autoBucketedScan.enabled": "false"}))
-        for i, f in enumerate(findings):
-            if results[i] is None:
-                results[i] = _match_lookup(f, found)
+        # Counted findings first: an uncounted one (unknown) would otherwise take, of several
+        # scans of one table, the scan that agrees with a counted one, and leave it another's.
+        lookups = [i for i, r in enumerate(results) if r is None]
+        for i in sorted(lookups, key=lambda i: findings[i].buckets_read is None):
+            results[i] = _match_lookup(findings[i], found)
     if any(s.sort == "skippable" for f in findings for s in f.sides):
         # The checker says the Sort would go with the setting on: ask the plan.
         ordered = plan_nodes(explain(client, sql, {SORT_ORDERING: "true"}))

@@ -147,6 +147,34 @@ CORPUS = [
         {},
         "select * from {S}.p left join {S}.a8 a on p.k = a.k join {S}.b8 b on a.k = b.k where a.v <> 'x'",
     ),
+    # ... where the side kept is a subquery's, or a literal filters its key (once unknown; randomized seeds)
+    (
+        "full join of subqueries narrowed by the next join",
+        {},
+        "select a.k, b.k as bk from (select k, max(w) as w from {S}.h8 group by k) a"
+        " full join (select cast(k as int) as k, w from {S}.d4) b on a.k = b.k"
+        " join (select k, w from {S}.c16 where k is not null) c on c.k = b.k",
+    ),
+    (
+        "full join narrowed, a literal on its key",
+        {},
+        "select a.k, b.k as bk from {S}.e2 a full join {S}.h8b b on a.k = b.k join {S}.c16 c on c.k = a.k"
+        " where a.k = 33",
+    ),
+    # a DISTINCT under an alias, copied into each branch of the union its IN filters (seed 172468077)
+    (
+        "IN of an aliased DISTINCT, moved into a union's branches",
+        {},
+        "select * from (select k, w from {S}.h8 union all select k, w from {S}.c16) a"
+        " where a.k in (select k from (select distinct k, g as w from {S}.a8) x)",
+    ),
+    # a side read coalesced keeps the coalesced count past its join (seed 987473017, with the extension)
+    (
+        "coalesced side of an outer join, then a DISTINCT of the smaller count",
+        COALESCE,
+        "select c.k from {S}.c16 c left join {S}.d4 d on c.k = d.k"
+        " join (select distinct k, w from {S}.d4) x on x.k = c.k",
+    ),
     # three-way joins
     ("three-way bucketed", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k join {S}.m8 m on b.k = m.k"),
     ("three-way then 16", {}, "select * from {S}.a8 a join {S}.b8 b on a.k = b.k join {S}.c16 c on a.k = c.k"),

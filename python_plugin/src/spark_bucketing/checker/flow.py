@@ -38,7 +38,7 @@ from spark_bucketing.checker.lines import source_line
 from spark_bucketing.checker.model import Finding, Output, Part, Side
 from spark_bucketing.checker.needed import ALL, needed_outputs, window_used
 from spark_bucketing.checker.ordering import sort_state
-from spark_bucketing.checker.outer_joins import planned_join_kinds, written_kind
+from spark_bucketing.checker.outer_joins import planned_join_kinds
 from spark_bucketing.checker.partitioning import filtered_unions, kept_union_part, prefixed, stock_union_part
 from spark_bucketing.checker.projection import project
 from spark_bucketing.checker.redundant import redundant_aggregates
@@ -72,46 +72,6 @@ UNSURE_ACROSS_TYPES = (
     "a literal filter meets a join equality of a string and a number in this FROM clause: Spark compares "
     "casts, may fold the join's keys to the literal and plan the joins differently: the verdict is unknown"
 )
-UNSURE_AFTER_OUTER = (
-    "a join after a full or right outer join of a subquery (more than a table's columns), or of a key a "
-    "literal filters, in one FROM clause: which side's partitioning survives the outer join, as Spark "
-    "narrows it, is not modelled there: the verdict is unknown"
-)
-
-
-def _outer_unsure(select: exp.Select, outer: exp.Join) -> bool:
-    """Whether the joins after the full or right join `outer` of `select` are beyond the model:
-    a relation it joins is a subquery that is more than a table's columns (_table_like), or the
-    WHERE compares a column of its ON with a literal (the tables-only shapes are modelled and
-    checked against Spark in the corpus)."""
-    from_expr = select.args.get("from_") or select.args.get("from")
-    joins = select.args.get("joins") or []
-    joined = [from_expr.this, *(j.this for j in joins[: joins.index(outer) + 1])]
-    if not all(_table_like(r) for r in joined):
-        return True
-    where = select.args.get("where")
-    if where is None or outer.args.get("on") is None:
-        return False
-    on_columns = {(c.table, c.name.lower()) for c in outer.args["on"].find_all(exp.Column)}
-    return any(
-        isinstance(f.this, exp.Column) and (f.this.table, f.this.name.lower()) in on_columns
-        for f in where.this.find_all(exp.EQ, exp.In)
-    )
-
-
-def _table_like(relation: exp.Expression) -> bool:
-    """A table, or a subquery that only selects (renames) and filters a table-like relation's columns."""
-    if isinstance(relation, exp.Table):
-        return True
-    select = relation.this if isinstance(relation, exp.Subquery) else None
-    if not isinstance(select, exp.Select) or select.args.get("joins"):
-        return False
-    if any(select.args.get(k) for k in ("group", "distinct", "having", "qualify", "limit")):
-        return False
-    if not all(isinstance(p.unalias(), exp.Column) for p in select.expressions):
-        return False
-    from_expr = select.args.get("from_") or select.args.get("from")
-    return from_expr is not None and _table_like(from_expr.this)
 
 
 class _Flow:
@@ -238,8 +198,6 @@ class _Flow:
                 unknown = unknown or unk or bool(right and right.unknown)
                 for finding in self.findings[judged:] if unsure else []:
                     finding.unknown, finding.suggestions = True, [unsure]
-            if written_kind(join) in ("right", "full") and _outer_unsure(select, join):
-                unsure = UNSURE_AFTER_OUTER
             acc_aliases.append(right_alias)
         semis += self._semis_below.get(id(block), [])  # moved here from a reader's WHERE
         if semis and not empty:

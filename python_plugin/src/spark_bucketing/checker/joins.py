@@ -154,8 +154,9 @@ def join_output(kind: str, left: JoinSide, right: JoinSide, choice: ShuffleChoic
 
     def out(s: JoinSide, c: SideChoice) -> Part | None:
         if not c.shuffle:
-            # A join's output is no scan: no later join coalesces or clones its buckets.
-            return replace(s.part, scan=False) if s.part is not None else None
+            # A join's output is no scan: no later join coalesces or clones its buckets. A side joined
+            # unshuffled is read in the join's partitions: its buckets coalesced or cloned to that count.
+            return replace(s.part, scan=False, num=choice.num) if s.part is not None else None
         keys = s.keys if s.type_ok else s.cast  # Spark casts these keys: partitioned by the casts, not the columns
         if keys is None:
             return None

@@ -255,10 +255,17 @@ def _match_operator(f: Finding, nodes: list[PlanNode], skippable_as_skipped: boo
         node = next((n for n in free if sorted(sum(n.keys, [])) == sorted(sum(want, []))), None)
     if node is None:
         # The plan names a key by the alias a projection gave it (DISTINCT k, v AS w groups by k, w), the
-        # finding by its source column: the one free operator of this kind with as many keys is the same.
-        shaped = [n for n in free if [len(k) for k in n.keys] == [len(k) for k in want]]
-        common = len(shaped) == 1 and any(set(a) & set(b) for a, b in zip(shaped[0].keys, want, strict=True))
-        node = shaped[0] if common else None
+        # finding by its source column: a free operator of this kind with as many keys, one of them shared.
+        # Of several (a subquery's DISTINCT copied into each branch of a UNION it filters), the one that
+        # agrees first: each finding takes one, so a verdict that disagrees still meets a node that says so.
+        shaped = [
+            n
+            for n in free
+            if [len(k) for k in n.keys] == [len(k) for k in want]
+            and any(set(a) & set(b) for a, b in zip(n.keys, want, strict=True))
+        ]
+        agreeing = [n for n in shaped if n.shuffles == [s.shuffle for s in f.sides]]
+        node = (agreeing or shaped or [None])[0]
     if node is None:
         return {"matched": False, "plan": "no operator with these keys in the plan"}
     node.used = True

@@ -25,6 +25,7 @@ from harness.spark import session_settings
 from spark_bucketing.checker import analyze_sql
 from spark_bucketing.checker.declared import declare
 from spark_bucketing.checker.engines import SESSION_KEYS
+from spark_bucketing.checker.project import ModelReport, _take_the_plans_verdicts
 from spark_bucketing.checker.relations import catalog_from_json, catalog_to_json
 from spark_bucketing.checker.verify import PlanError, plan_answers, session_values
 from spark_bucketing.extension import SWITCH
@@ -110,6 +111,38 @@ def test_queries_seeds_found_answer_as_the_plans(planned, sql, extension):
     client, catalog, session = planned
     found, disagreements, unsure, what = judge(client, catalog, sql, {SWITCH: extension}, session)
     assert found and not disagreements and not unsure, what
+
+
+def test_live_verdicts_are_the_plans(planned):
+    """`--catalog live` on the same generated queries: each model's findings
+    taken from its plan (as `check --catalog live` takes them), then checked
+    against the plan afresh, as the static ones are above. None differs and
+    the plan has nothing they leave out, whatever the static model said."""
+    client, catalog, session = planned
+    seed, rng = seeded()
+    corrected = checked = 0
+    wrong = []
+    for i in range(QUERIES // 3):
+        sql = Gen(rng).query()
+        conf = {"spark.sql.ansi.enabled": "false", SWITCH: "true" if i % 2 else "false"}
+        report = ModelReport("model.rnd.q", "q.sql", analyze_sql(sql, catalog, check_settings(conf, session)))
+        _take_the_plans_verdicts(report, client, sql, conf)
+        if report.verdicts != "plan":  # the generator's mistake, counted in the test above
+            continue
+        corrected += sum(c is not None for c in report.corrections)
+        again = plan_answers(client, sql, copy.deepcopy(report.findings), conf, True)
+        checked += len(report.findings)
+        differ = [
+            f"{f.kind}: {r}"
+            for f, r in zip(report.findings, again.results, strict=True)
+            if r and r.get("matched") is False and not f.unknown
+        ]
+        if differ or again.leftover:
+            found = differ + [f"plan only: {x}" for x in again.leftover]
+            wrong.append(f"[extension {conf[SWITCH]}] {sql}\n    " + "\n    ".join(found))
+    print(f"live: {checked} findings, {corrected} taken from the plan where the static model differed")
+    assert checked >= QUERIES // 3, f"SB_SEED={seed}: {checked} findings"
+    assert not wrong, f"SB_SEED={seed}: live verdicts differ from the plans\n" + "\n".join(wrong[:8])
 
 
 def test_declared_tables_plan_as_the_tables(planned):

@@ -25,7 +25,7 @@ from harness.spark import session_settings
 from spark_bucketing.checker import analyze_sql
 from spark_bucketing.checker.declared import declare
 from spark_bucketing.checker.engines import SESSION_KEYS
-from spark_bucketing.checker.project import ModelReport, _take_the_plans_verdicts
+from spark_bucketing.checker.project import ModelReport, take_the_plans_verdicts
 from spark_bucketing.checker.relations import catalog_from_json, catalog_to_json
 from spark_bucketing.checker.verify import PlanError, plan_answers, session_values
 from spark_bucketing.extension import SWITCH
@@ -115,7 +115,7 @@ def test_queries_seeds_found_answer_as_the_plans(planned, sql, extension):
 
 def test_live_verdicts_are_the_plans(planned):
     """`--catalog live` on the same generated queries: each model's findings
-    taken from its plan (as `check --catalog live` takes them), then checked
+    taken from its plan (take_the_plans_verdicts, as `check --catalog live` takes them), then checked
     against the plan afresh, as the static ones are above. None differs and
     the plan has nothing they leave out, whatever the static model said."""
     client, catalog, session = planned
@@ -126,7 +126,7 @@ def test_live_verdicts_are_the_plans(planned):
         sql = Gen(rng).query()
         conf = {"spark.sql.ansi.enabled": "false", SWITCH: "true" if i % 2 else "false"}
         report = ModelReport("model.rnd.q", "q.sql", analyze_sql(sql, catalog, check_settings(conf, session)))
-        _take_the_plans_verdicts(report, client, sql, conf)
+        take_the_plans_verdicts(report, client, sql, conf)
         if report.verdicts != "plan":  # the generator's mistake, counted in the test above
             continue
         corrected += sum(c is not None for c in report.corrections)

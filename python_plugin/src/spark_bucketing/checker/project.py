@@ -230,7 +230,7 @@ def run_check(
                 report.verdicts, report.not_planned = "static", unplannable[0]
                 report.corrections = [None] * len(report.findings)
             elif catalog_mode in ("live", "local") and settings.engine == "spark":
-                _take_the_plans_verdicts(report, client, code, stated)
+                take_the_plans_verdicts(report, client, code, stated)
             elif verify_with is not None:
                 from spark_bucketing.checker.verify import verify
 
@@ -239,7 +239,7 @@ def run_check(
     return Report(settings.engine, reports, time.perf_counter() - started)
 
 
-def _take_the_plans_verdicts(report: ModelReport, client, code: str, stated: dict[str, str]) -> None:
+def take_the_plans_verdicts(report: ModelReport, client, code: str, stated: dict[str, str]) -> None:
     """--catalog live: Spark plans the model and each verdict becomes the plan's; where it cannot
     plan it (a relation not built yet), the static verdicts stay, marked so."""
     from spark_bucketing.checker.plan_verdicts import Correction, adopt_plan, plan_only_findings

@@ -249,6 +249,7 @@ def _verify(client, sql: str, findings: list[Finding], every_scan: bool) -> Plan
 def _match_operator(f: Finding, nodes: list[PlanNode], skippable_as_skipped: bool = False) -> dict:
     kind = "aggregate" if f.kind in ("aggregate", "distinct") else f.kind
     want = [sorted(s.local_keys) for s in f.sides]
+    said = [s.shuffle for s in f.sides]
     free = [n for n in nodes if not n.used and n.kind == kind]
     node = next((n for n in free if [sorted(k) for k in n.keys] == want), None)
     if node is None and kind == "join":
@@ -264,12 +265,12 @@ def _match_operator(f: Finding, nodes: list[PlanNode], skippable_as_skipped: boo
             if [len(k) for k in n.keys] == [len(k) for k in want]
             and any(set(a) & set(b) for a, b in zip(n.keys, want, strict=True))
         ]
-        agreeing = [n for n in shaped if n.shuffles == [s.shuffle for s in f.sides]]
+        agreeing = [n for n in shaped if n.shuffles == said]
         node = (agreeing or shaped or [None])[0]
     if node is None:
         return {"matched": False, "plan": "no operator with these keys in the plan"}
     node.used = True
-    matched = [s.shuffle for s in f.sides] == node.shuffles
+    matched = said == node.shuffles
     if not matched and node.operator.startswith("Broadcast"):
         # A broadcast by size or hint is not modelled (only NOT IN's, which always
         # is): the plan has no shuffle to compare the verdict with.

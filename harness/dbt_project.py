@@ -22,6 +22,14 @@ FAIL_AT = "SPARK_BUCKETING_FAIL_AT"
 #: The end-of-run hook a project adds (docs/incremental.md, "Concurrent runs").
 RELEASE_LOCKS_HOOK = "{{ spark_bucketing.release_failed_runs_locks(results) }}"
 
+#: dbt's flag (hidden, for its tests) that runs an invocation's nodes in the calling thread instead of a new
+#: pool thread per invocation. A new Python thread is a new JVM thread (PySpark pins one to each), and the
+#: embedded Hive metastore builds a store for every thread that reaches it (a HiveConf copy, a DataNucleus
+#: persistence manager, its start-up queries): a sixth of a worker JVM's samples over a loop of incremental
+#: runs. The runs of a one-thread profile are sequential either way; a test that passes `--threads` keeps
+#: dbt's pool, and with it the threads it tests.
+SINGLE_THREADED = "--single-threaded"
+
 #: The project file that routes dbt-spark's `incremental` to the package, so that dbt's microbatch batches
 #: run on bucketed tables (docs/incremental.md, "Microbatch"): dbt makes batches only for that materialization.
 ROUTING = """
@@ -111,6 +119,8 @@ class DbtProject:
             # vars (a compaction between appends) each keep their own.
             vars_ = args[args.index("--vars") + 1]
             argv += ["--target-path", f"target-vars-{hashlib.sha256(vars_.encode()).hexdigest()[:12]}"]
+        if "--threads" not in args:
+            argv.append(SINGLE_THREADED)
         if args and args[0] in ("run", "test") and "--write-json" not in args:
             # The result object is what the tests read; writing manifest.json
             # and run_results.json costs about 0.4 s of every invocation.

@@ -42,6 +42,16 @@ def dbt_profile_target(spark):
     return {"type": "spark", "method": "session", "host": "localhost", "threads": 1}
 
 
+@pytest.fixture(scope="module", autouse=True)
+def single_threaded():
+    """dbt's runs in the calling thread, as DbtProject's (harness/dbt_project.py, SINGLE_THREADED says why):
+    the profile has one thread, so the nodes run in the same order; dbt's `run_dbt` takes no extra flag, its
+    environment variable does."""
+    os.environ["DBT_SINGLE_THREADED"] = "true"
+    yield
+    del os.environ["DBT_SINGLE_THREADED"]
+
+
 @pytest.fixture(scope="class")
 def logs_dir(tmp_path_factory):
     """dbt's logs in a folder of the test run's (dbt's fixture writes them under the repository)."""

@@ -802,6 +802,25 @@ def test_a_filter_on_the_bucket_column_selects_hives_buckets(spark, tables):
     assert got == reference_rows(spark, sql) and got[0][0] > 0
 
 
+def test_the_parser_passes_spark_sql_through(spark):
+    """The extension's parser (BucketingParser, a proxy of Spark's parser interface) answers the package's
+    statements and leaves the rest to Spark's: a query with named parameters (Spark's parser entry point for
+    them where the version has one), a syntax error raised as Spark's own ParseException (not wrapped by
+    the proxy), expressions and types parsed as before."""
+    from pyspark.errors import ParseException
+
+    assert spark.sql("select :v + 1 as x, :s as s", args={"v": 41, "s": "a"}).collect() == [(42, "a")]
+    assert spark.sql("select ? * 2 as x", args=[21]).collect() == [(42,)]
+    with pytest.raises(ParseException, match="PARSE_SYNTAX_ERROR"):
+        spark.sql("selec 1")
+    assert spark.sql("select cast('7' as decimal(4, 1)) as d").schema.simpleString() == "struct<d:decimal(4,1)>"
+    # A package statement that does not parse says so, with the cause (not the proxy's
+    # UndeclaredThrowableException, as a checked exception of the JSON parser would be).
+    with pytest.raises(Exception, match="spark_bucketing: cannot parse the statement: Unrecognized token 'not'") as e:
+        spark.sql("spark_bucketing write folder 'not json' as select 1")
+    assert "UndeclaredThrowableException" not in str(e.value)
+
+
 def test_a_table_with_files_spark_did_not_name_is_read_unbucketed(spark, tables, tmp_path):
     """Hive and Trino name bucket files 000003_0; Spark would read them all as bucket 0."""
     schema = tables

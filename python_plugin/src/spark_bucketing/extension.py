@@ -46,11 +46,7 @@ def build_jar(out: Path | None = None, force: bool = False) -> Path:
     if out.is_file() and not force:
         return out
     jars = pyspark_jars()
-    compiler = [
-        next(jars.glob(f"{name}-2.13.*.jar"), None) for name in ("scala-compiler", "scala-library", "scala-reflect")
-    ]
-    if None in compiler:
-        raise ValueError(f"the Scala 2.13 compiler, library and reflect jars are not in {jars}")
+    compiler = scala_compiler(jars)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         built = Path(tmp) / out.name
@@ -71,6 +67,20 @@ def build_jar(out: Path | None = None, force: bool = False) -> Path:
         # Renamed into place: a concurrent reader sees no jar or the whole jar.
         built.replace(out)
     return out
+
+
+def scala_compiler(jars: Path) -> list[Path]:
+    """The Scala compiler, library and reflect jars PySpark ships, of the Scala version its Spark is built
+    with (2.13 for Spark 4, 2.12 for 3.5): the extension is compiled by the same Scala as Spark's classes."""
+    library = sorted(jars.glob("scala-library-2.1[0-9].*.jar"))
+    if len(library) != 1:
+        raise ValueError(f"expected one scala-library jar in {jars}, found {[p.name for p in library]}")
+    scala = library[0].name.removeprefix("scala-library-").removesuffix(".jar")
+    compiler = [jars / f"{name}-{scala}.jar" for name in ("scala-compiler", "scala-library", "scala-reflect")]
+    missing = [p.name for p in compiler if not p.is_file()]
+    if missing:
+        raise ValueError(f"the Scala {scala} jars {missing} are not in {jars}: the extension is compiled with them")
+    return compiler
 
 
 def spark_settings(jar: Path) -> dict[str, str]:

@@ -22,7 +22,7 @@ class BucketingExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectQueryPostPlannerStrategyRule(session => BucketedUnions(session))
     extensions.injectQueryPostPlannerStrategyRule(session => SortedBuckets(session))
     extensions.injectQueryPostPlannerStrategyRule(session => OneTaskRoutes(session))
-    extensions.injectParser((session, delegate) => new BucketingParser(session, delegate))
+    extensions.injectParser((session, delegate) => BucketingParser(session, delegate))
     extensions.injectPostHocResolutionRule(session => PlanFolderWrites(session))
     extensions.injectPostHocResolutionRule(session => ListTablesDespiteDrops(session))
     extensions.injectTableFunction(TableFiles.description)

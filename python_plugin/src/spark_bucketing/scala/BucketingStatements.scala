@@ -1,19 +1,21 @@
 package sparkbucketing
 
+import java.lang.reflect.{InvocationHandler, InvocationTargetException, Method, Proxy}
+
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.spark.sql.{Row, SparkSession}
-import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
+import org.apache.spark.sql.catalyst.TableIdentifier
 import org.apache.spark.sql.catalyst.catalog.{CatalogStorageFormat, CatalogTable, CatalogTablePartition, CatalogTableType, CatalogUtils}
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Expression, Literal}
-import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult, TemporalIdentifier}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference, Literal}
+import org.apache.spark.sql.catalyst.parser.{ParseException, ParserInterface}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.command.{DescribeQueryCommand, LeafRunnableCommand}
 import org.apache.spark.sql.hive.HiveCatalogPartitions
-import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, StringType, StructType}
+import org.apache.spark.sql.types.{BooleanType, IntegerType, StringType, StructType}
 import org.apache.spark.sparkbucketing.SparkFileNames
 
 /** A statement of a run's commit that fails releases the run's commit lock
@@ -691,20 +693,38 @@ object BucketingStatements {
   }
 }
 
-/** Spark's parser, plus the SPARK_BUCKETING statements. */
-class BucketingParser(session: SparkSession, delegate: ParserInterface) extends ParserInterface {
-  override def parsePlan(sql: String): LogicalPlan =
-    BucketingStatements.parse(sql, delegate, session).getOrElse(delegate.parsePlan(sql))
-  override def parsePlanWithParameters(sql: String, params: ParameterContext): LogicalPlan =
-    BucketingStatements.parse(sql, delegate, session).getOrElse(delegate.parsePlanWithParameters(sql, params))
-  override def parseExpression(sql: String): Expression = delegate.parseExpression(sql)
-  override def parseTableIdentifier(sql: String): TableIdentifier = delegate.parseTableIdentifier(sql)
-  override def parseFunctionIdentifier(sql: String): FunctionIdentifier = delegate.parseFunctionIdentifier(sql)
-  override def parseMultipartIdentifier(sql: String): Seq[String] = delegate.parseMultipartIdentifier(sql)
-  override def parseTemporalTableIdentifier(sql: String): TemporalIdentifier = delegate.parseTemporalTableIdentifier(sql)
-  override def parseQuery(sql: String): LogicalPlan = delegate.parseQuery(sql)
-  override def parseRoutineParam(sql: String): StructType = delegate.parseRoutineParam(sql)
-  override def splitStatements(sql: String): SqlStatementSplitResult = delegate.splitStatements(sql)
-  override def parseTableSchema(sql: String): StructType = delegate.parseTableSchema(sql)
-  override def parseDataType(sql: String): DataType = delegate.parseDataType(sql)
+/** Spark's parser, plus the SPARK_BUCKETING statements: a proxy of Spark's own parser's interface that
+ *  answers the plan parsers (parsePlan; parsePlanWithParameters where the Spark version has it) with a
+ *  bucketing statement where the text is one, and passes every other call to Spark's parser. A class that
+ *  implemented the interface would have to name each of its methods, and they differ between Spark
+ *  versions (4.0 has no parsePlanWithParameters, parseTemporalTableIdentifier or splitStatements, which
+ *  4.3 has): one source for every version. */
+object BucketingParser {
+  private val PlanParsers = Set("parsePlan", "parsePlanWithParameters")
+
+  def apply(session: SparkSession, delegate: ParserInterface): ParserInterface = {
+    // A checked exception that the interface's method does not declare (Jackson's, on a description that
+    // is not JSON) would reach the caller as the proxy's UndeclaredThrowableException, its cause hidden.
+    def ours(sql: String): Option[LogicalPlan] =
+      try BucketingStatements.parse(sql, delegate, session)
+      catch {
+        case e: Exception if !e.isInstanceOf[RuntimeException] && !e.isInstanceOf[ParseException] =>
+          throw new IllegalArgumentException(s"spark_bucketing: cannot parse the statement: ${e.getMessage}", e)
+      }
+    val handler = new InvocationHandler {
+      override def invoke(proxy: AnyRef, method: Method, args: Array[AnyRef]): AnyRef = {
+        val statement =
+          if (PlanParsers(method.getName) && args != null && args.nonEmpty) args(0) match {
+            case sql: String => ours(sql)
+            case _ => None
+          } else None
+        statement.getOrElse {
+          try method.invoke(delegate, (if (args == null) Array.empty[AnyRef] else args): _*)
+          catch { case e: InvocationTargetException if e.getCause != null => throw e.getCause }
+        }
+      }
+    }
+    Proxy.newProxyInstance(getClass.getClassLoader, Array[Class[_]](classOf[ParserInterface]), handler)
+      .asInstanceOf[ParserInterface]
+  }
 }

@@ -29,9 +29,15 @@ case class OneTaskRoutes(session: SparkSession) extends Rule[SparkPlan] {
   override def apply(plan: SparkPlan): SparkPlan =
     if (!BucketingExtensions.enabled(session)) plan
     else plan.transformUp {
-      case e @ ShuffleExchangeExec(HashPartitioning(keys, _), child, REPARTITION_BY_COL | REPARTITION_BY_NUM, _, _)
-          if keys.exists(routeColumn) && placed(e, keys, child) => child
+      // A type pattern: the exchange's fields differ in number between Spark versions.
+      case e: ShuffleExchangeExec if routed(e) => e.child
     }
+
+  private def routed(e: ShuffleExchangeExec): Boolean = (e.outputPartitioning, e.shuffleOrigin) match {
+    case (HashPartitioning(keys, _), REPARTITION_BY_COL | REPARTITION_BY_NUM) =>
+      keys.exists(routeColumn) && placed(e, keys, e.child)
+    case _ => false
+  }
 
   private def placed(exchange: SparkPlan, keys: Seq[Expression], child: SparkPlan): Boolean =
     child.outputPartitioning.satisfies(ClusteredDistribution(keys)) &&

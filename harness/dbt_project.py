@@ -27,7 +27,9 @@ RELEASE_LOCKS_HOOK = "{{ spark_bucketing.release_failed_runs_locks(results) }}"
 #: embedded Hive metastore builds a store for every thread that reaches it (a HiveConf copy, a DataNucleus
 #: persistence manager, its start-up queries): a sixth of a worker JVM's samples over a loop of incremental
 #: runs. The runs of a one-thread profile are sequential either way; a test that passes `--threads` keeps
-#: dbt's pool, and with it the threads it tests.
+#: dbt's pool, and with it the threads it tests. Method session only: with method thrift the flag leaves
+#: dbt-spark running a node's statements on a connection it has released ("Transport not open"), and the
+#: metastore's threads are the Thrift Server's, not this process's.
 SINGLE_THREADED = "--single-threaded"
 
 #: The project file that routes dbt-spark's `incremental` to the package, so that dbt's microbatch batches
@@ -119,7 +121,7 @@ class DbtProject:
             # vars (a compaction between appends) each keep their own.
             vars_ = args[args.index("--vars") + 1]
             argv += ["--target-path", f"target-vars-{hashlib.sha256(vars_.encode()).hexdigest()[:12]}"]
-        if "--threads" not in args:
+        if "--threads" not in args and self.profile_overrides.get("method", "session") == "session":
             argv.append(SINGLE_THREADED)
         if args and args[0] in ("run", "test") and "--write-json" not in args:
             # The result object is what the tests read; writing manifest.json

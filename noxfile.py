@@ -29,8 +29,8 @@ CELLS = [
 ]
 # What a cell proves: the write paths (bucketed_table; insert_overwrite, append, merge, microbatch; a
 # schema change; bucket-count evolution in test_incremental.py), the layout and metadata tests, the
-# checker's verdicts against this Spark's plans (the corpus, --verify), and the extension's plans and
-# randomized answers against bucketing off.
+# checker's verdicts against this Spark's plans (the corpus, --verify), the extension's plans and
+# randomized answers against bucketing off, and a concurrent pair of runs.
 TESTS = [
     "tests/test_bucketed_table.py",
     "tests/test_incremental.py",
@@ -40,6 +40,9 @@ TESTS = [
     "tests/test_layout_test.py",
     "tests/test_checker_corpus.py",
     "tests/test_extension.py",
+    "tests/test_spark_versions.py",
+    # Two dbt processes racing on one table (a microbatch backfill's windows), on a metastore service.
+    "tests/test_concurrent_runs.py::test_a_parallel_microbatch_backfill_lands_every_batch",
 ]
 PYTEST = ("python", "-m", "pytest", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider", "--durations=5")
 # The same tools as the pinned cell (requirements.lock).

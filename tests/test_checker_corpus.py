@@ -12,7 +12,7 @@ import pytest
 
 from harness.dbt_project import DbtProject
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
-from spark_bucketing.checker.engines import SESSION_KEYS
+from spark_bucketing.checker.engines import SESSION_KEYS, SPARK_VERSION
 from spark_bucketing.checker.relations import catalog_to_json, relation_from_live
 from spark_bucketing.checker.verify import explain, scans, session_conf, session_values, verify
 from spark_bucketing.connection import DbtTargetClient
@@ -109,11 +109,17 @@ def test_the_frozen_catalog_and_verdicts_are_what_spark_gives(corpus):
         label: [f.to_json() for f in analyze_sql(sql.format(S=S), catalog, check_settings(conf, session))]
         for label, conf, sql in CORPUS
     }
-    frozen = {"catalog": catalog_to_json(catalog), "session": session, "findings": findings}
+    frozen = json.loads(json.dumps({"catalog": catalog_to_json(catalog), "session": session, "findings": findings}))
     if os.environ.get("SB_FREEZE"):
         FROZEN.parent.mkdir(exist_ok=True)
         FROZEN.write_text(json.dumps(frozen, indent=1, sort_keys=True) + "\n")
-    assert json.loads(FROZEN.read_text()) == json.loads(json.dumps(frozen)), "run with SB_FREEZE=1 to write it anew"
+    stored = json.loads(FROZEN.read_text())
+    if stored["session"][SPARK_VERSION] != session[SPARK_VERSION]:
+        # Frozen on the pinned Spark; another (a cell of the version matrix, noxfile.py) has settings and
+        # verdicts of its own, which the tests above check against its plans. The tables read the same.
+        assert stored["catalog"] == frozen["catalog"]
+        return
+    assert stored == frozen, "run with SB_FREEZE=1 to write it anew"
 
 
 def test_verify_plans_under_the_models_settings_and_skips_broadcasts(corpus):

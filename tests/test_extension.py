@@ -17,6 +17,7 @@ from harness.dbt_project import failure_text, with_vars
 from harness.spark import extension_on, session_settings
 from spark_bucketing import hashing, plans
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
+from spark_bucketing.checker.engines import SPARK_VERSION
 from spark_bucketing.checker.relations import relation_from_live
 from spark_bucketing.checker.verify import session_conf, verify
 from spark_bucketing.contracts import CLONE_RATIO_SETTING, MERGED_FILES_SETTING, SUPERSET_KEYS_SWITCH
@@ -653,7 +654,8 @@ HIVE_V2 = {
 
 @pytest.mark.parametrize("case", list(HIVE_V2))
 def test_hive_bucketing_v2_tables(spark, tables, case):
-    assert_exchanges_and_sorts(spark, tables, *HIVE_V2[case])
+    template, conf, on, off = HIVE_V2[case]
+    assert_exchanges_and_sorts(spark, tables, template, conf, on_this_spark(spark, case, on), off)
 
 
 def test_a_v2_table_places_the_other_side_by_v2(spark, tables):
@@ -674,9 +676,34 @@ def test_a_join_shuffled_anyway_reads_the_smaller_side_once(spark, tables):
     assert plans.exchanges(plan) == 2 and "ClonedBuckets" not in plan, plan
 
 
+def unions_keep_placement(spark) -> bool:
+    """Spark 4.1+ keeps a union's placement where its children share one (spark.sql.unionOutputPartitioning),
+    which BucketedUnions builds on; before 4.1 a union's placement is unknown, so the extension keeps none
+    (docs/extension.md, "Spark versions")."""
+    return EngineSettings("spark", {SPARK_VERSION: spark.version}).union_output_partitioning
+
+
+def on_this_spark(spark, case: str, on: tuple) -> tuple:
+    """A case's (Exchanges, Sorts) with the extension on, on this Spark: where the extension keeps a union's
+    placement (UNION_KEPT), a Spark before 4.1 shuffles the union once more (measured on 4.0.5)."""
+    return on if case not in UNION_KEPT or unions_keep_placement(spark) else (on[0] + 1, on[1])
+
+
+# The union cases whose placement the extension keeps on Spark 4.1+.
+UNION_KEPT = {
+    "hive 8 and hive 8, group by k",
+    "hive 8 and hive 8, joined with hive 8 on k",
+    "hive, adaptive execution off",
+    "spark: an evolving table's days on one spec and spark 8, group by k",
+    "spark: the same, joined with spark 8 on k",
+    "v2 union v2, grouped",
+}
+
+
 @pytest.mark.parametrize("case", list(UNIONS))
 def test_unions_of_package_tables_keep_their_placement(spark, tables, case):
-    assert_exchanges_and_sorts(spark, tables, *UNIONS[case])
+    template, conf, on, off = UNIONS[case]
+    assert_exchanges_and_sorts(spark, tables, template, conf, on_this_spark(spark, case, on), off)
 
 
 @pytest.mark.parametrize("case", list(COALESCED))
@@ -739,8 +766,11 @@ def test_the_checker_models_the_extension(spark, tables, on):
     catalog = Catalog()
     for name in [*TABLES, *EVOLVING_TABLES, "plain"]:
         catalog.add(relation_from_live(client, f"{tables}.{name}"))
-    # As the session has them: the extension loaded, switched off for the "off" side.
-    conf = {"spark.sql.shuffle.partitions": spark.conf.get("spark.sql.shuffle.partitions")}
+    # As the session has them: the extension loaded, switched off for the "off" side; its Spark's version.
+    conf = {
+        "spark.sql.shuffle.partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        SPARK_VERSION: spark.version,
+    }
     conf["spark.sql.extensions"] = EXTENSION_CLASS
     if not on:
         conf[SWITCH] = "false"
@@ -948,8 +978,11 @@ def test_randomized_queries_answer_as_unbucketed_plans(spark, tables):
     assert v2 >= 10, f"SB_SEED={seed}: {v2} queries read a Hive v2 table bucketed"
     # Counts past the coalescing ratio joined on the bucket columns: about one query in fifteen.
     assert cloned >= 5, f"SB_SEED={seed}: {cloned} queries joined counts past the coalescing ratio at the larger"
-    # A union of two tables of one placement: about one query in twenty.
-    assert unions >= 3, f"SB_SEED={seed}: {unions} queries kept a union's placement"
+    # A union of two tables of one placement: about one query in twenty; none before Spark 4.1.
+    if unions_keep_placement(spark):
+        assert unions >= 3, f"SB_SEED={seed}: {unions} queries kept a union's placement"
+    else:
+        assert unions == 0, f"SB_SEED={seed}: {unions} queries kept a union's placement on Spark {spark.version}"
     # Joins on more than the bucket columns of two package tables: about one query in seven.
     assert kept >= 5, f"SB_SEED={seed}: {kept} queries kept both sides of a join on more than the bucket columns"
     # The draw reads an evolving table bucketed (its selected days on one spec) in about one query in twelve.

@@ -103,6 +103,12 @@ CORPUS = [
     ),
     # UNION
     ("union", {}, "select * from (select k from {S}.a8 union all select k from {S}.b8) u join {S}.c16 c on u.k = c.k"),
+    # Kept from Spark 4.1 (spark.sql.unionOutputPartitioning), shuffled before: the model follows the version.
+    (
+        "union of one placement, grouped",
+        {},
+        "select k, count(*) from (select k from {S}.a8 union all select k from {S}.b8) u group by k",
+    ),
     (
         "union both sides",
         {},

@@ -118,7 +118,7 @@ def cmd_partitions(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     import json
 
-    from spark_bucketing.checker.engines import EngineSettings
+    from spark_bucketing.checker.engines import SPARK_VERSION, EngineSettings, spark_version
     from spark_bucketing.checker.project import CheckError, compile_project, format_text, run_check
     from spark_bucketing.connection import TargetError, connect
 
@@ -132,6 +132,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         from spark_bucketing.extension import SWITCH
 
         conf[SWITCH] = "true"
+    if args.spark_version:
+        spark_version(args.spark_version)  # a clear error before dbt compiles anything
+        conf[SPARK_VERSION] = args.spark_version
     project_dir = Path(args.project_dir)
     profiles_dir = Path(args.profiles_dir) if args.profiles_dir else None
     try:
@@ -241,6 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--extension",
         action="store_true",
         help="the models run with the session extension on (also read from --conf spark.sql.extensions=...)",
+    )
+    p.add_argument(
+        "--spark-version",
+        metavar="X.Y",
+        help="the Spark the models run on, 3.5 to 4.3, where the planners differ (default: the live target's "
+        "with --catalog live or --verify, else 4.3)",
     )
     p.add_argument(
         "--catalog",

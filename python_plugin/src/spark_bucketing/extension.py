@@ -27,8 +27,26 @@ def pyspark_jars() -> Path:
     return Path(pyspark.__file__).resolve().parent / "jars"
 
 
+# The Spark lines the extension is built for, each with its folder of SparkCompat (what differs between them).
+SPARK_LINES = {(3, 5): "spark35", **{(4, minor): "spark4" for minor in range(4)}}
+
+
+def spark_line(version: str) -> str:
+    """The folder of the version layer for PySpark `version`; a clear error outside the lines supported."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    if (major, minor) not in SPARK_LINES:
+        raise ValueError(
+            f"the session extension is built for Spark 3.5 and 4.0 to 4.3; this PySpark is {version}: "
+            "install one of those (the package's other parts do not need the extension)"
+        )
+    return SPARK_LINES[(major, minor)]
+
+
 def sources() -> list[Path]:
-    return sorted(SOURCES.glob("*.scala"))
+    """The shared sources and the installed PySpark's version layer."""
+    from pyspark import __version__
+
+    return sorted(SOURCES.glob("*.scala")) + sorted((SOURCES / spark_line(__version__)).glob("*.scala"))
 
 
 def default_jar() -> Path:

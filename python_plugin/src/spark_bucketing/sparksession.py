@@ -8,12 +8,14 @@ from pathlib import Path
 
 
 def quiet_pyspark_logs() -> None:
-    """PySpark logs every failed query with its stack from Python; the callers report failures themselves."""
-    from pyspark.logger import PySparkLogger
-
+    """PySpark 4 logs every failed query with its stack from Python; the callers report failures themselves."""
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # PySpark 3.5: no such logger
+        return
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).disabled = True
-    logging.getLogger("py4j").setLevel(logging.ERROR)
 
 
 def local_session(state_dir: Path, log4j_conf: Path | None = None, jvm_flags: str = "", **conf: str):

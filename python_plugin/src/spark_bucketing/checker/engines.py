@@ -6,6 +6,7 @@ checked against Spark's physical plans by tests/test_checker_corpus.py."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 from spark_bucketing.contracts import (
@@ -51,6 +52,29 @@ UNKNOWN_COLUMN = "UNKNOWN_COLUMN"
 UNKNOWN_BUCKETING = "UNKNOWN_BUCKETING"
 
 
+# The Spark version the models run on: a live session's (`select version()`, not a setting) or
+# `--spark-version`; unstated, the newest supported. Where planners differ by version, the model follows.
+SPARK_VERSION = "spark.version"
+NEWEST_SPARK = (4, 3)
+OLDEST_SPARK = (3, 5)
+
+
+def spark_version(text: str, strict: bool = True) -> tuple[int, int]:
+    """`major.minor` of a version string ("4.0.5", "4.1", "3.5.9 <commit>"); ValueError where it names
+    none, or (`strict`, a stated version) a Spark outside the modelled range. Not strict (a live
+    session's), a newer Spark is modelled as the newest, an older one as the oldest."""
+    m = re.match(r"\s*(\d+)\.(\d+)", text)
+    if not m:
+        raise ValueError(f"a Spark version is major.minor[.patch], like 4.0 or 3.5.9; got {text!r}")
+    version = (int(m[1]), int(m[2]))
+    if strict and not OLDEST_SPARK <= version <= NEWEST_SPARK:
+        raise ValueError(
+            f"Spark {text.strip()} is outside the versions the checker models (3.5 to 4.3): "
+            "give --spark-version within them"
+        )
+    return min(max(version, OLDEST_SPARK), NEWEST_SPARK)
+
+
 # The settings the Spark model reads that a session can tell (`SET key`),
 # read through the connection dbt's models run on (connection.py).
 # spark.sql.ansi.enabled among them: dbt-spark asks for false on each of its
@@ -72,6 +96,7 @@ SESSION_KEYS = (
     "spark.sql.unionOutputPartitioning",
     SORT_ORDERING_SETTING,
     "spark.sql.shuffle.partitions",
+    SPARK_VERSION,
 )
 
 
@@ -128,8 +153,15 @@ class EngineSettings:
         return self._get("spark.sql.requireAllClusterKeysForCoPartition", "true") == "true"
 
     @property
+    def spark_version(self) -> tuple[int, int]:
+        stated = self._get(SPARK_VERSION, "")
+        return spark_version(stated, strict=False) if stated else NEWEST_SPARK
+
+    @property
     def union_output_partitioning(self) -> bool:
-        return self._get("spark.sql.unionOutputPartitioning", "true") == "true"
+        """A UNION ALL keeps its children's placement where they share one: Spark 4.1's
+        spark.sql.unionOutputPartitioning (on by default); before 4.1 a union's placement is unknown."""
+        return self.spark_version >= (4, 1) and self._get("spark.sql.unionOutputPartitioning", "true") == "true"
 
     @property
     def superset_join_keys(self) -> bool:

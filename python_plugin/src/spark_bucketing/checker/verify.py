@@ -9,6 +9,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from spark_bucketing.checker.engines import SPARK_VERSION
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.plan_text import Node, bracket_groups, key_names, parse_plan, scan_table, selected_buckets
 from spark_bucketing.contracts import SORT_ORDERING_SETTING
@@ -128,9 +129,12 @@ def scans(root: Node) -> list[tuple[str, tuple[int, int] | None]]:
 
 
 def session_values(client, keys) -> dict[str, str]:
-    """The connection's session's values of `keys` that are set."""
+    """The connection's session's values of `keys` that are set; SPARK_VERSION, its Spark's version."""
     values = {}
     for key in keys:
+        if key == SPARK_VERSION:
+            values[key] = str(client.query("select version()")[0][0]).split()[0]
+            continue
         rows = client.query(f"SET {key}")
         value = rows[0][1] if rows else None
         if value not in (None, "<undefined>"):

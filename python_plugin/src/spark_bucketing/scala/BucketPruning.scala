@@ -56,7 +56,7 @@ object BucketPruning {
   private def prunable(t: DataType): Boolean = t match {
     case BooleanType | ByteType | ShortType | IntegerType | LongType | DateType | TimestampType | TimestampNTZType |
         BinaryType | _: DecimalType => true
-    case s: StringType => s.collationId == StringType.collationId
+    case s: StringType => SparkCompat.defaultCollation(s)
     case _ => false
   }
 

@@ -54,7 +54,7 @@ object BucketingExtensions {
 case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
 
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case ScanOperation(_, _, filters, relation @ LogicalRelation(fs: HadoopFsRelation, _, Some(table), false, _))
+    case ScanOperation(_, _, filters, FileTableRelation(relation, fs, table))
         if BucketingExtensions.enabled(session) && table.properties.contains(BucketingExtensions.Marker) =>
       val scan = Scan(plan, relation, fs, filters)
       (fs.bucketSpec, table.bucketSpec) match {
@@ -78,7 +78,7 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
             .getOrElse(stock)
         case _ => Nil
       }
-    case ScanOperation(_, _, filters, relation @ LogicalRelation(fs: HadoopFsRelation, _, Some(table), false, _))
+    case ScanOperation(_, _, filters, FileTableRelation(relation, fs, table))
         if BucketingExtensions.enabled(session) && ForeignTables.enabled(session) && fs.bucketSpec.isEmpty &&
           session.sessionState.conf.bucketingEnabled =>
       (for {
@@ -159,6 +159,18 @@ case class PackageBucketedScans(session: SparkSession) extends SparkStrategy {
   }
 }
 
+/** A batch relation of a catalog table's files: matched by type, as LogicalRelation's fields differ in
+ *  number between Spark versions. */
+object FileTableRelation {
+  def unapply(plan: LogicalPlan): Option[(LogicalRelation, HadoopFsRelation, CatalogTable)] = plan match {
+    case r: LogicalRelation if !r.isStreaming => (r.relation, r.catalogTable) match {
+      case (fs: HadoopFsRelation, Some(table)) => Some((r, fs, table))
+      case _ => None
+    }
+    case _ => None
+  }
+}
+
 /** Spark groups a bucketed table's files by the number after the last "_" of
  *  the name. Files Hive or Trino name (000003_0) would all land in bucket 0,
  *  so a scan is read bucketed only when every file it selects carries the
@@ -167,7 +179,7 @@ object BucketFileNames {
   private val SparkName = Contracts.SparkBucketFileName.r
 
   def allMatch(scan: FileSourceScanExec, numBuckets: Int): Boolean =
-    scan.selectedPartitions.filePartitionIterator.forall(_.files.forall { f =>
+    SparkCompat.selectedFiles(scan).forall(_.forall { f =>
       f.getPath.getName match {
         case SparkName(lead, id) => id.toInt < numBuckets && (lead == null || lead.toInt == id.toInt)
         case _ => false

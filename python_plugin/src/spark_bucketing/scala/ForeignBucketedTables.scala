@@ -45,7 +45,7 @@ object ForeignTables {
 
   private def readable(s: FileSourceScanExec, spec: BucketSpec): Boolean =
     spec.bucketColumnNames.forall(c => s.output.exists(_.name.equalsIgnoreCase(c))) &&
-      s.selectedPartitions.filePartitionIterator.forall(_.files.forall(f =>
+      SparkCompat.selectedFiles(s).forall(_.forall(f =>
         ForeignBucketFiles.bucketOf(f.getPath.getName).exists(_ < spec.numBuckets)))
 }
 

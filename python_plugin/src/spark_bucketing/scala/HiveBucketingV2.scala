@@ -50,7 +50,7 @@ object HiveHashV2 {
 
   def supports(t: DataType): Boolean = t match {
     case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | DateType => true
-    case s: StringType => s.collationId == StringType.collationId
+    case s: StringType => SparkCompat.defaultCollation(s)
     case _ => false
   }
 

@@ -42,7 +42,7 @@ object HiveHashKeys {
     case Some(_: VarcharType) => "varchar"
     case _ => f.dataType match {
       case _: DecimalType => "decimal"
-      case s: StringType if s.collationId != StringType.collationId => "collated string"
+      case s: StringType if !SparkCompat.defaultCollation(s) => "collated string"
       case TimestampType => "timestamp"
       case TimestampNTZType => "timestamp_ntz"
       case other => other.simpleString
@@ -63,9 +63,8 @@ object HiveHashKeys {
  *  counts days and truncated seconds of its own calendar, so a date before
  *  1582-10-15, and a time before 1970 with a fraction of a second, hash
  *  elsewhere there. */
-case class HiveFieldHash(child: Expression) extends UnaryExpression {
+case class HiveFieldHash(child: Expression) extends UnaryExpression with NullIntolerantExpression {
   override def dataType: DataType = IntegerType
-  override def nullIntolerant: Boolean = true
   override protected def nullSafeEval(value: Any): Any = child.dataType match {
     case DateType => HiveFields.date(value.asInstanceOf[Int])
     case _ => HiveFields.timestamp(value.asInstanceOf[Long])

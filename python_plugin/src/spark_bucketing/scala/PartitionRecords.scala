@@ -55,7 +55,7 @@ object PartitionRecords {
    *  they disagree, one is not recorded as listed, or none holds a file. */
   def sharedSpec(session: SparkSession, scans: Seq[FileSourceScanExec], table: CatalogTable): Option[(BucketSpec, String)] = {
     val byFolder = selected(session, table, scans).distinct.groupBy(_.folder)
-    val partitions = scans.flatMap(_.selectedPartitions.filePartitionIterator.map(_.files.map(_.getPath).toSeq))
+    val partitions = scans.flatMap(SparkCompat.selectedFiles(_).map(_.map(_.getPath).toSeq))
       .filter(_.nonEmpty)
     val matched = partitions.map { files =>
       files.map(_.getParent).distinct match {

@@ -56,7 +56,7 @@ case class SortedBuckets(session: SparkSession) extends Rule[SparkPlan] {
   }
 
   private def ordered(read: SparkPlan, s: FileSourceScanExec, merge: Boolean): SparkPlan = order(s) match {
-    case Some(ordering) if s.selectedPartitions.bucketsContainSingleFile => SortedBucketsExec(read, ordering)
+    case Some(ordering) if SparkCompat.bucketsInOneFile(s) => SortedBucketsExec(read, ordering)
     case Some(ordering) if merge && SortedBuckets.filesPerBucket(s) <= maxMerged => MergedSortedBucketsExec(read, ordering)
     case _ => read
   }
@@ -76,8 +76,8 @@ object SortedBuckets {
 
   /** The most files any bucket spans among those the scan selects. */
   def filesPerBucket(s: FileSourceScanExec): Int = {
-    val ids = s.selectedPartitions.filePartitionIterator.flatMap(_.files.map(f => BucketingUtils.getBucketId(f.getPath.getName)))
-    ids.toSeq.groupBy(identity).values.map(_.size).maxOption.getOrElse(0)
+    val ids = SparkCompat.selectedFiles(s).flatMap(_.map(f => BucketingUtils.getBucketId(f.getPath.getName)))
+    ids.toSeq.groupBy(identity).values.map(_.size).foldLeft(0)(math.max)
   }
 
   /** Nodes whose rows are their child's, in its order. */

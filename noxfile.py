@@ -29,8 +29,8 @@ CELLS = [
 ]
 # What a cell proves: the write paths (bucketed_table; insert_overwrite, append, merge, microbatch; a
 # schema change; bucket-count evolution in test_incremental.py), the layout and metadata tests, the
-# checker's verdicts against this Spark's plans (the corpus, --verify), the extension's plans and
-# randomized answers against bucketing off, and a concurrent pair of runs.
+# checker's verdicts against this Spark's plans (the corpus, --verify, the randomized queries), the
+# extension's plans and randomized answers against bucketing off, and a concurrent pair of runs.
 TESTS = [
     "tests/test_bucketed_table.py",
     "tests/test_incremental.py",
@@ -39,6 +39,7 @@ TESTS = [
     "tests/test_schema_change.py",
     "tests/test_layout_test.py",
     "tests/test_checker_corpus.py",
+    "tests/test_checker_randomized.py",
     "tests/test_extension.py",
     "tests/test_spark_versions.py",
     # Two dbt processes racing on one table (a microbatch backfill's windows), on a metastore service.

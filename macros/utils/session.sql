@@ -36,3 +36,10 @@
       functions answer even where its switch is off). -#}
   {{ return(spark_bucketing.extension_class() in spark_bucketing.get_conf('spark.sql.extensions').split(',') | map('trim') | list) }}
 {% endmacro %}
+
+{% macro spark_version() %}
+  {#- The session's Spark as [major, minor], from version() (one query): for
+      what Spark versions read differently (readable_widening). -#}
+  {%- set parts = (run_query('select version()').columns[0].values()[0] | string).split(' ')[0].split('.') -%}
+  {{ return([parts[0] | int, parts[1] | int]) }}
+{% endmacro %}

@@ -39,7 +39,7 @@
 
 {% macro spark_version() %}
   {#- The session's Spark as [major, minor], from version() (one query): for
-      what Spark versions read differently (readable_widening). -#}
+      what Spark versions read differently (files_widen). -#}
   {%- set parts = (run_query('select version()').columns[0].values()[0] | string).split(' ')[0].split('.') -%}
   {{ return([parts[0] | int, parts[1] | int]) }}
 {% endmacro %}

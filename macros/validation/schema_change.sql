@@ -18,16 +18,24 @@
   {{ return(value) }}
 {% endmacro %}
 
-{% macro readable_widening(old, new, file_format) %}
+{% macro readable_widening(old, new, widens=true) %}
   {#- Whether files written with type `old` read back as `new` in Parquet
       and ORC (tests/test_schema_change.py, on each Spark of the version
-      matrix). Spark before 4.0 reads no Parquet column as a wider type
-      ("Parquet column cannot be converted"); its ORC reader does. -#}
-  {%- if file_format == 'parquet' and spark_bucketing.spark_version()[0] < 4 -%}{{ return(false) }}{%- endif -%}
+      matrix). `widens`: whether the table's reader widens at all
+      (files_widen). -#}
+  {%- if not widens -%}{{ return(false) }}{%- endif -%}
   {%- set ints = ['tinyint', 'smallint', 'int', 'bigint'] -%}
   {%- if old in ints and new in ints -%}{{ return(ints.index(new) > ints.index(old)) }}{%- endif -%}
   {%- if old == 'float' and new == 'double' -%}{{ return(true) }}{%- endif -%}
   {{ return(false) }}
+{% endmacro %}
+
+{% macro files_widen(file_format) %}
+  {#- Whether Spark reads a column of `file_format` files as a wider type:
+      Spark before 4.0 reads no Parquet column so ("Parquet column cannot be
+      converted"); its ORC reader does. Asks the session's version (one
+      query) for Parquet only. -#}
+  {{ return(file_format != 'parquet' or spark_bucketing.spark_version()[0] >= 4) }}
 {% endmacro %}
 
 {% macro schema_change_plan(changes, spec, on_schema_change) %}
@@ -54,7 +62,8 @@
         "set on_schema_change='append_new_columns' (the new rows hold NULL there) or 'sync_all_columns' (the columns are dropped from the table), or " ~ fix) -%}
   {%- endif -%}
   {%- if on_schema_change == 'sync_all_columns' -%}
-    {%- for c in changes.changed if not spark_bucketing.readable_widening(c.old, c.new, spec.file_format) -%}
+    {%- set widens = changes.changed | length == 0 or spark_bucketing.files_widen(spec.file_format) -%}
+    {%- for c in changes.changed if not spark_bucketing.readable_widening(c.old, c.new, widens) -%}
       {%- do spark_bucketing.config_error('on_schema_change', "column '" ~ c.column ~ "' changed type from " ~ c.old ~ " to " ~ c.new
           ~ ", which the old partitions' files cannot be read back as (on Spark 4, a widening of an integer type, or float to double,"
           ~ " can; Spark 3.5 reads no Parquet column as a wider type)", fix) -%}

@@ -5,11 +5,15 @@ that Spark. Not part of `.ci/run`, which runs the whole suite on the pinned cell
     bash scripts/matrix                                       # every cell
     bash scripts/matrix -s "matrix(spark=4.0.5, dbt=1.11)"      # one cell
     bash scripts/matrix -l                                    # the cells
+    bash scripts/matrix -s install                            # each cell's clean `pip install` only
 
 Each cell compiles the session extension against its PySpark (`spark-bucketing extension`); the tests
 then run on that Spark (harness/spark.py builds and loads the jar for the installed PySpark)."""
 
 from __future__ import annotations
+
+import os
+import random
 
 import nox
 
@@ -56,4 +60,35 @@ def matrix(session: nox.Session, spark: str, dbt: str) -> None:
     session.install(f"pyspark=={spark}", *DBT[dbt], *TOOLS)
     session.install("-e", "python_plugin[dbt-templater]")
     session.run("spark-bucketing", "extension", "--quiet")
-    session.run(*PYTEST, *TESTS, *session.posargs, env={"DBT_SEND_ANONYMOUS_USAGE_STATS": "false"})
+    # One seed for the cell's randomized tests, in nox's own log (pytest shows a passing test's print
+    # only on failure); SB_SEED=<seed> bash scripts/matrix -s <cell> replays the cell.
+    seed = os.environ.get("SB_SEED") or str(random.randrange(1 << 30))
+    session.log(f"the randomized tests' seed: SB_SEED={seed}")
+    env = {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "SB_SEED": seed}
+    session.run(*PYTEST, *TESTS, *session.posargs, env=env)
+
+
+# What a user's `pip install` does to an environment that holds one PySpark and one dbt: the package
+# built and installed as a wheel (not editable) into a fresh virtualenv, its dependencies consistent
+# (`pip check`), the PySpark and dbt-core already there kept, the extension built from the wheel's own
+# Scala sources. The matrix's cells install the package editable so that the tests run this tree.
+KEPT = """
+import importlib.metadata as m, sys
+spark, dbt = sys.argv[1:]
+found = {name: m.version(name) for name in ("pyspark", "dbt-core", "dbt-spark", "spark-bucketing")}
+print(found)
+assert found["pyspark"] == spark, f"pip replaced PySpark {spark}: {found}"
+for name in ("dbt-core", "dbt-spark"):
+    assert found[name].startswith(dbt + "."), f"pip replaced {name} {dbt}: {found}"
+"""
+
+
+@nox.session(python="3.11", reuse_venv=False)
+@nox.parametrize("spark,dbt", CELLS, ids=[f"spark={s}, dbt={d}" for s, d in CELLS])
+def install(session: nox.Session, spark: str, dbt: str) -> None:
+    session.install(f"pyspark=={spark}", *DBT[dbt])
+    session.install("./python_plugin[spark]")
+    session.run("python", "-m", "pip", "check")
+    session.run("python", "-c", KEPT, spark, dbt)
+    # A cache of its own, so the jar is compiled here from the installed sources, not found built.
+    session.run("spark-bucketing", "extension", "--quiet", env={"XDG_CACHE_HOME": session.create_tmp()})

@@ -6,9 +6,11 @@ each). Reads sources; no JVM."""
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from spark_bucketing import contracts
 from spark_bucketing.files import bucket_of
@@ -197,3 +199,21 @@ def test_type_aliases_are_one_table():
     for alias, name in contracts.TYPE_ALIASES.items():
         assert hashing.normalize_type(alias.upper()) == name
         assert keytypes.norm_type(alias) == name
+
+
+def test_the_dbt_package_and_the_python_package_support_the_same_dbt():
+    """dbt_project.yml's require-dbt-version and pyproject.toml's dbt-core range are one range: a dbt the
+    Python package installs with must be one the dbt package accepts (the 1.10 cells of the version
+    matrix found the dbt package still requiring 1.11)."""
+    project = yaml.safe_load((ROOT / "dbt_project.yml").read_text())
+    required = sorted(project["require-dbt-version"])
+    pyproject = tomllib.loads((ROOT / "python_plugin" / "pyproject.toml").read_text())
+    (declared,) = [d for d in pyproject["project"]["dependencies"] if d.startswith("dbt-core")]
+    bounds = sorted(declared.removeprefix("dbt-core").split(","))
+
+    def version(bound: str) -> tuple[str, tuple[int, ...]]:
+        op, number = re.fullmatch(r"([<>=]+)\s*([\d.]+)", bound.strip()).groups()
+        parts = tuple(int(p) for p in number.split("."))
+        return op, parts + (0,) * (3 - len(parts))
+
+    assert sorted(map(version, required)) == sorted(map(version, bounds)), (required, declared)

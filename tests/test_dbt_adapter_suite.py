@@ -10,11 +10,9 @@ pass fails the suite) and listed in docs/tests.md."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-import yaml
 from dbt.tests.adapter.basic.test_incremental import (
     BaseIncremental,
     BaseIncrementalBadStrategy,
@@ -34,48 +32,13 @@ from dbt.tests.fixtures.project import *  # noqa: F403 (dbt's functional-test fi
 
 from harness.dbt_project import IS_INCREMENTAL, ROUTING
 from harness.spark import REPO_ROOT, session_settings
-
-
-@pytest.fixture(scope="class")
-def dbt_profile_target(spark):
-    """dbt-spark's session method: dbt's runs get this worker's Spark session (getOrCreate)."""
-    return {"type": "spark", "method": "session", "host": "localhost", "threads": 1}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def single_threaded():
-    """dbt's runs in the calling thread, as DbtProject's (harness/dbt_project.py, SINGLE_THREADED says why):
-    the profile has one thread, so the nodes run in the same order; dbt's `run_dbt` takes no extra flag, its
-    environment variable does."""
-    os.environ["DBT_SINGLE_THREADED"] = "true"
-    yield
-    del os.environ["DBT_SINGLE_THREADED"]
-
-
-@pytest.fixture(scope="class")
-def logs_dir(tmp_path_factory):
-    """dbt's logs in a folder of the test run's (dbt's fixture writes them under the repository)."""
-    folder = tmp_path_factory.mktemp("dbt_logs")
-    os.environ["DBT_LOG_PATH"] = str(folder)
-    yield str(folder)
-    del os.environ["DBT_LOG_PATH"]
-
-
-def _base_fixture(cls: type, name: str, instance) -> dict:
-    """What the dbt class's own fixture `name` returns (its first definition up the class's bases), or {}."""
-    for base in cls.__mro__[1:]:
-        fixture = base.__dict__.get(name)
-        if fixture is not None and base.__module__.startswith("dbt."):
-            return fixture._get_wrapped_function()(instance)
-    return {}
-
-
-def _project_config(cls: type, instance) -> dict:
-    """The dbt class's project settings, with Parquet tables and the class's `config` for every model."""
-    own = _base_fixture(cls, "project_config_update", instance)
-    own = dict(yaml.safe_load(own) if isinstance(own, str) else own)
-    own["models"] = {"+file_format": "parquet", **own.get("models", {}), **instance.config}
-    return own
+from tests.support.dbt_adapter_classes import (  # noqa: F401 (fixtures)
+    base_fixture,
+    dbt_profile_target,
+    logs_dir,
+    project_config,
+    single_threaded,
+)
 
 
 class Stock:
@@ -92,7 +55,7 @@ class Stock:
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        return _project_config(type(self), self)
+        return project_config(type(self), self, self.config)
 
 
 class Package(Stock):
@@ -108,14 +71,14 @@ class Package(Stock):
     @pytest.fixture(scope="class")
     def macros(self):
         return {
-            **_base_fixture(type(self), "macros", self),
+            **base_fixture(type(self), "macros", self),
             "incremental.sql": ROUTING,
             "is_incremental.sql": IS_INCREMENTAL,
         }
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        own = _project_config(type(self), self)
+        own = project_config(type(self), self, self.config)
         project = own.setdefault("models", {}).setdefault(own.get("name", "test"), {})
         for path, columns in self.clustered_by.items():
             *folders, model = path.split("/")
@@ -335,7 +298,7 @@ def _spark_models(replacements: dict[str, str]):
 
     @pytest.fixture(scope="class")
     def models(self):
-        files = _base_fixture(type(self), "models", self)
+        files = base_fixture(type(self), "models", self)
         for old, new in replacements.items():
             files = {name: text.replace(old, new) for name, text in files.items()}
         return files

@@ -130,7 +130,7 @@ def test_a_killed_writers_part_file_goes_and_a_writing_ones_stays(monkeypatch, t
     os.utime(killed, (old, old))
     monkeypatch.setenv(macro_cache.ENV, str(tmp_path))
     assert macro_cache.install_from_environment() == tmp_path
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kept.name, writing.name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kept.name, writing.name, macro_cache.PRUNED_STAMP])
 
 
 def test_a_directory_others_may_write_to_is_refused(tmp_path):
@@ -179,7 +179,7 @@ def test_without_the_variable_the_users_cache_directory_holds_the_macros(monkeyp
     assert macro_cache.install_from_environment() == expected
     assert expected.stat().st_mode & 0o777 == 0o700
     jinja.TemplateCache().get_node_template(node())
-    assert [p.name for p in expected.iterdir()] == [macro_cache.cache_key(MACRO)]
+    assert sorted(p.name for p in expected.iterdir()) == [macro_cache.cache_key(MACRO), macro_cache.PRUNED_STAMP]
     # Without XDG_CACHE_HOME: ~/.cache, as the XDG base directory rules say.
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -203,3 +203,213 @@ def test_a_default_directory_that_cannot_be_used_leaves_dbt_as_it_is(monkeypatch
     with pytest.raises(macro_cache.MacroCacheError, match="others may write to that directory"):
         macro_cache.install_from_environment()
     assert jinja.TemplateCache.get_node_template is dbts
+
+
+# Issue 85: the cache runs only code the user alone could have written, deletes only its own files, obeys
+# `off` and dbt's macro debugging at every command, and stays bounded.
+
+NOBODY = 65534  # another user's uid: the suite runs as root, which may give a file to any uid
+PLANTED = MACRO.replace("hello", "PLANTED")
+
+
+def plant(directory: Path, mode: int = 0o644, uid: int | None = None) -> Path:
+    """A file named and checksummed for MACRO that holds PLANTED's code: what anyone who can write a file
+    there can make (the key is a hash of the source and public versions)."""
+    env = jinja.get_environment(node())
+    key = macro_cache.cache_key(MACRO)
+    bucket = macro_cache.Bucket(env, key, checksum=key)
+    bucket.code = env.compile(PLANTED)
+    path = directory / key
+    path.write_bytes(bucket.bytecode_to_string())
+    os.chmod(path, mode)
+    if uid is not None:
+        os.chown(path, uid, -1)
+    return path
+
+
+@pytest.fixture
+def warnings(monkeypatch) -> list[str]:
+    seen: list[str] = []
+    monkeypatch.setattr(macro_cache, "_warn", seen.append)
+    return seen
+
+
+def test_a_directory_of_another_user_is_refused_and_its_code_never_runs(monkeypatch, tmp_path, compiles, warnings):
+    dbts = jinja.TemplateCache.get_node_template
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    plant(theirs, uid=NOBODY)
+    os.chown(theirs, NOBODY, -1)
+    monkeypatch.setenv(macro_cache.ENV, str(theirs))
+    with pytest.raises(macro_cache.MacroCacheError) as e:
+        macro_cache.install_from_environment()
+    assert f"{macro_cache.ENV}={theirs}: that directory is owned by uid {NOBODY}, not by you" in str(e.value)
+    assert "Fix: name a directory of your own" in str(e.value)
+    assert jinja.TemplateCache.get_node_template is dbts
+    # The default directory of another user: skipped, with a warning that names it.
+    monkeypatch.delenv(macro_cache.ENV)
+    default = tmp_path / "xdg" / "spark-bucketing" / "macros"
+    default.mkdir(parents=True, mode=0o755)
+    plant(default, uid=NOBODY)
+    os.chown(default, NOBODY, -1)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert macro_cache.install_from_environment() is None
+    assert jinja.TemplateCache.get_node_template is dbts
+    (warning,) = warnings
+    assert f"the default directory {default}: that directory is owned by uid {NOBODY}" in warning
+    assert greet(jinja.TemplateCache().get_node_template(node()), ["a"]) == "hello A"
+
+
+@pytest.mark.parametrize("owner", ["mode 666", "mode 664", "another uid"])
+def test_a_file_others_could_write_is_not_loaded_but_compiled_and_replaced(tmp_path, compiles, warnings, owner):
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    mode = {"mode 666": 0o666, "mode 664": 0o664}.get(owner, 0o644)
+    planted = plant(mine, mode, NOBODY if owner == "another uid" else None)
+    compiles.clear()
+    macro_cache.install(mine)
+    assert greet(jinja.TemplateCache().get_node_template(node()), ["a"]) == "hello A"
+    assert compiles == [MACRO]
+    (warning,) = warnings
+    assert f"not loading {planted}" in warning and "Compiling that macro again and replacing the file" in warning
+    st = planted.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (os.geteuid(), 0o600)
+    # Replaced by the user's own file: the next process loads it.
+    compiles.clear()
+    assert greet(jinja.TemplateCache().get_node_template(node()), ["b"]) == "hello B"
+    assert compiles == [] and len(warnings) == 1
+    # The same planted file, the user's alone, is loaded: the refusal above is the owner's and the mode's.
+    plant(mine, 0o600)
+    assert greet(jinja.TemplateCache().get_node_template(node()), ["c"]) == "PLANTED C"
+
+
+def test_a_symbolic_link_in_the_directory_is_not_followed(tmp_path, compiles, warnings):
+    mine, elsewhere = tmp_path / "mine", tmp_path / "elsewhere"
+    mine.mkdir(mode=0o700)
+    elsewhere.mkdir(mode=0o700)
+    (mine / macro_cache.cache_key(MACRO)).symlink_to(plant(elsewhere, 0o600))
+    compiles.clear()
+    macro_cache.install(mine)
+    assert greet(jinja.TemplateCache().get_node_template(node()), ["a"]) == "hello A"
+    assert compiles == [MACRO] and len(warnings) == 1
+    assert not (mine / macro_cache.cache_key(MACRO)).is_symlink()
+
+
+def test_the_parents_the_cache_creates_are_the_users_alone(tmp_path):
+    made = macro_cache.checked_directory(str(tmp_path / "a" / "b" / "c"))
+    for path in (tmp_path / "a", tmp_path / "a" / "b", made):
+        assert path.stat().st_mode & 0o777 == 0o700, path
+    # A directory of one's own that is group-writable is refused as one others may write to.
+    group = tmp_path / "group"
+    group.mkdir()
+    os.chmod(group, 0o770)
+    with pytest.raises(macro_cache.MacroCacheError, match=r"others may write to that directory \(mode 770\)"):
+        macro_cache.checked_directory(str(group))
+
+
+def test_it_deletes_only_files_of_its_own_naming(monkeypatch, tmp_path, compiles):
+    macro_cache.compiled_template(tmp_path, node())
+    (code,) = tmp_path.iterdir()
+    two_hours_ago = time.time() - 7200
+    theirs = ["movie.mkv.part", "notes.txt", f"{code.name}.part", "x" * 64, f"{'a' * 63}.abc.part"]
+    for name in [*theirs, f"{code.name}.k3j_x9q2.part"]:
+        (tmp_path / name).write_bytes(b"someone's")
+        os.utime(tmp_path / name, (two_hours_ago, two_hours_ago))
+    # A year-old file of another's naming beside the cache's own year-old code: only the code goes.
+    year_ago = time.time() - 365 * 86400
+    os.utime(code, (year_ago, year_ago))
+    os.utime(tmp_path / "notes.txt", (year_ago, year_ago))
+    monkeypatch.setenv(macro_cache.ENV, str(tmp_path))
+    macro_cache.install_from_environment()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*theirs, macro_cache.PRUNED_STAMP])
+
+
+def test_off_and_macro_debugging_hold_from_the_command_that_sets_them(monkeypatch, tmp_path, compiles):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(macro_cache.ENV, str(cache))
+    monkeypatch.delenv(macro_cache.DEBUGGING_ENV, raising=False)
+    monkeypatch.setattr(jinja, "MACRO_DEBUGGING", False)
+    dbts = jinja.TemplateCache.get_node_template
+    assert macro_cache.install_from_environment() == cache
+    monkeypatch.setenv(macro_cache.ENV, "off")
+    assert macro_cache.install_from_environment() is None
+    assert jinja.TemplateCache.get_node_template is dbts
+    monkeypatch.setenv(macro_cache.ENV, str(cache))
+    assert macro_cache.install_from_environment() == cache
+    monkeypatch.setattr(jinja, "MACRO_DEBUGGING", True)  # what dbt's --macro-debugging flag sets
+    assert macro_cache.install_from_environment() is None
+    assert jinja.TemplateCache.get_node_template is dbts
+
+
+def test_the_cache_is_bounded_by_age_and_count(monkeypatch, tmp_path):
+    monkeypatch.setattr(macro_cache, "MAX_FILES", 10)
+    now = time.time()
+    names = [macro_cache.cache_key(f"macro {i}") for i in range(15)]
+    for age, name in enumerate(names):  # names[0] is the newest
+        (tmp_path / name).write_bytes(b"code")
+        os.utime(tmp_path / name, (now - age * 3600, now - age * 3600))
+    stale = tmp_path / macro_cache.cache_key("a macro edited long ago")
+    stale.write_bytes(b"code")
+    os.utime(stale, (now - macro_cache.MAX_AGE_SECONDS - 60,) * 2)
+    macro_cache.prune(tmp_path, now)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*names[:10], macro_cache.PRUNED_STAMP])
+    # Within a day of that prune a command start reads the stamp alone, and scans again after.
+    for name in names[10:]:
+        (tmp_path / name).write_bytes(b"code")
+        os.utime(tmp_path / name, (now - 86400 * 2,) * 2)
+    macro_cache.prune(tmp_path, now + 3600)
+    assert len(list(tmp_path.iterdir())) == 16
+    macro_cache.prune(tmp_path, now + macro_cache.PRUNE_INTERVAL_SECONDS + 1)
+    assert len(list(tmp_path.iterdir())) == 11
+
+
+def test_a_loaded_file_is_kept_as_used(tmp_path, compiles):
+    macro_cache.compiled_template(tmp_path, node())
+    (code,) = tmp_path.iterdir()
+    old = time.time() - macro_cache.MAX_AGE_SECONDS + 3600  # pruned in an hour unless used
+    os.utime(code, (old, old))
+    compiles.clear()
+    macro_cache.compiled_template(tmp_path, node())
+    assert compiles == [] and time.time() - code.stat().st_mtime < 60
+
+
+def test_each_dbt_command_in_one_process_reads_the_variables_anew(monkeypatch, tmp_path):
+    """Three dbt commands in one process, as orchestrators run dbt (dbtRunner), each after an edit of a macro
+    that a model calls while dbt parses: a cache directory, then `off`, then dbt's macro debugging, then the
+    directory again. Only the first and the last write the edited macro's code. dbt parses without Spark."""
+    from dbt.cli.main import dbtRunner
+
+    project = tmp_path / "project"
+    (project / "models").mkdir(parents=True)
+    (project / "macros").mkdir()
+    (project / "dbt_project.yml").write_text("name: harmless\nversion: '1.0'\nconfig-version: 2\nprofile: harmless\n")
+    (project / "profiles.yml").write_text(
+        "harmless:\n  target: t\n  outputs:\n    t: {type: spark, method: session, host: localhost, schema: s}\n"
+    )
+    (project / "models" / "m.sql").write_text("select {{ tag_value() }} as v\n")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv(macro_cache.DEBUGGING_ENV, raising=False)
+
+    def parse(edit: str, **env: str) -> set[str]:
+        (project / "macros" / "tag.sql").write_text("{% macro tag_value() %}'" + edit + "'{% endmacro %}\n")
+        for name in (macro_cache.ENV, macro_cache.DEBUGGING_ENV):
+            if name in env:
+                monkeypatch.setenv(name, env[name])
+            else:
+                monkeypatch.delenv(name, raising=False)
+        argv = ["parse", "--no-partial-parse", "--project-dir", str(project), "--profiles-dir", str(project)]
+        result = dbtRunner().invoke([*argv, "--log-path", str(tmp_path / "logs")])
+        assert result.success, result.exception
+        return set(os.listdir(cache)) if cache.exists() else set()
+
+    def key(edit: str) -> str:
+        return macro_cache.cache_key("{% macro tag_value() %}'" + edit + "'{% endmacro %}")
+
+    first = parse("one", **{macro_cache.ENV: str(cache)})
+    assert key("one") in first
+    assert parse("two", **{macro_cache.ENV: "off"}) == first
+    assert parse("three", **{macro_cache.ENV: str(cache), macro_cache.DEBUGGING_ENV: "1"}) == first
+    last = parse("four", **{macro_cache.ENV: str(cache)})
+    assert last - first == {key("four")}
+    assert not (tmp_path / "xdg").exists()  # no command fell back to the default directory

@@ -26,4 +26,12 @@ def install() -> None:
         return node.config.materialized in MATERIALIZATIONS or current.fget(node)
 
     enforces.spark_bucketing = True  # type: ignore[attr-defined]
+    enforces.__wrapped__ = current  # type: ignore[attr-defined]
     ModelNode.materialization_enforces_constraints = property(enforces)  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    """dbt's own list again (a process that runs dbt without the package's plugin)."""
+    current = getattr(ModelNode, "materialization_enforces_constraints", None)
+    if isinstance(current, property) and getattr(current.fget, "spark_bucketing", False):
+        ModelNode.materialization_enforces_constraints = current.fget.__wrapped__  # type: ignore[method-assign]

@@ -10,22 +10,32 @@ keep each compiled macro in a directory and load it in later processes
 instead of compiling it again: every macro dbt compiles that way, the
 package's, dbt's and the adapter's. The directory is the user's cache
 directory's `spark-bucketing/macros` unless `SPARK_BUCKETING_MACRO_CACHE`
-names another; `SPARK_BUCKETING_MACRO_CACHE=off` turns the cache off.
+names another; `SPARK_BUCKETING_MACRO_CACHE=off` turns the cache off. Both,
+and `DBT_MACRO_DEBUGGING`, are read at the start of every dbt command, also
+of commands run one after another in one process (dbtRunner).
 
 A file is what Jinja's own bytecode cache writes for a template (its magic
 names Jinja's bytecode format and Python's version; a checksum follows),
 named by a hash of the source and of the versions of Python, Jinja and
 dbt-common that compiled it, which is also its checksum. An edited macro or an upgrade
 compiles afresh; a file that does not load (truncated, another format) is
-compiled again and replaced. Loading a file runs the code it holds, so the
-directory must be writable by its owner alone: a directory that others can
-write to is refused (named by the variable: an error; the default: no cache).
+compiled again and replaced.
+
+Loading a file runs the code it holds, so the cache trusts only what the
+user alone could have written: a directory the user owns and only the user
+may write to (named by the variable, anything else is an error; the default
+directory is skipped with a warning), and in it only files the user owns
+and only the user may write to (any other is not loaded: it is compiled
+again and replaced, with a warning). The directories the cache creates are
+the user's alone. It deletes only files of its own naming, and keeps their
+number bounded (prune()).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -36,10 +46,33 @@ from typing import Any
 
 import jinja2
 from dbt_common.clients import jinja
+from dbt_common.events.base_types import EventLevel
+from dbt_common.events.functions import fire_event
+from dbt_common.events.types import Note
 from jinja2.bccache import Bucket
 
 ENV = "SPARK_BUCKETING_MACRO_CACHE"
 OFF = "off"
+# dbt's variable: compiled code then goes to Python's linecache, which dbt does itself.
+DEBUGGING_ENV = "DBT_MACRO_DEBUGGING"
+
+# The cache's own files: a macro's compiled code, named by its key; a writer's part file,
+# `<key>.<random>.part` (tempfile's names); the stamp whose time is the last prune's.
+_CODE_NAME = re.compile(r"[0-9a-f]{64}")
+_PART_NAME = re.compile(r"[0-9a-f]{64}\.[A-Za-z0-9_]+\.part")
+PRUNED_STAMP = "spark-bucketing-pruned"
+
+# A part file this old belongs to no writer: writing one takes milliseconds.
+STALE_PART_SECONDS = 3600
+# A file no command loaded for this long is an edited macro's or an older version's.
+MAX_AGE_SECONDS = 30 * 86400
+# A project's full build compiles a few hundred macros; this is many projects' and versions' worth.
+MAX_FILES = 4000
+# How often a command start scans the directory to prune it; the other starts read one stamp.
+PRUNE_INTERVAL_SECONDS = 86400
+# A loaded file's time is set to now when it is older than this, so that its time says when it was
+# last used (an update a day at most, not one per load).
+TOUCH_AFTER_SECONDS = 86400
 
 
 class MacroCacheError(Exception):
@@ -56,23 +89,83 @@ def cache_key(source: str) -> str:
     return hashlib.sha256(f"{VERSIONS}\0{source}".encode()).hexdigest()
 
 
-def checked_directory(value: str) -> Path:
+def _warn(message: str) -> None:
+    fire_event(Note(msg=f"spark-bucketing macro cache: {message}"), level=EventLevel.WARN)
+
+
+def not_private(st: os.stat_result) -> str | None:
+    """Why a file or directory with this stat is not the current user's alone, or None."""
+    if st.st_uid != os.geteuid():
+        return f"it is owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"others may write to it (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def _make_directories(directory: Path) -> None:
+    """Creates `directory` and each missing parent for its owner alone (mkdir's `parents` would make
+    the parents with the default mode)."""
+    for path in reversed([directory, *directory.parents]):
+        if not path.exists():
+            path.mkdir(mode=0o700, exist_ok=True)
+
+
+def checked_directory(value: str, label: str | None = None) -> Path:
     """The directory `value` names, created for its owner alone if it does not exist;
-    MacroCacheError where others may write to it."""
-    directory = Path(value).expanduser()
+    MacroCacheError where it is not the current user's alone (its message starts with `label`, by
+    default the variable's setting)."""
+    label = f"{ENV}={value}" if label is None else label
+    directory = Path(value).expanduser().absolute()
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        mode = directory.stat().st_mode
-    except OSError as e:  # a file of that name among them
+        _make_directories(directory)
+        st = directory.stat()
+    except OSError as e:  # a file of that name among them, or no permission
         raise MacroCacheError(
-            f"{ENV}={value}: cannot create or read that directory ({e}). Fix: name a directory of your own"
+            f"{label}: cannot create or read that directory ({e}). Fix: name a directory of your own"
         ) from e
-    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if not stat.S_ISDIR(st.st_mode):
         raise MacroCacheError(
-            f"{ENV}={value}: others may write to that directory, and dbt would run the code they put there."
-            f" Fix: chmod go-w {directory}, or name a directory of your own"
+            f"{label}: cannot create or read that directory (a file). Fix: name a directory of your own"
+        )
+    if st.st_uid != os.geteuid():
+        raise MacroCacheError(
+            f"{label}: that directory is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}),"
+            " and dbt would run the code its owner puts there. Fix: name a directory of your own"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise MacroCacheError(
+            f"{label}: others may write to that directory (mode {stat.S_IMODE(st.st_mode):o}),"
+            f" and dbt would run the code they put there. Fix: chmod go-w {directory}, or name a directory"
+            " of your own"
         )
     return directory
+
+
+def _load(bucket: Bucket, path: Path) -> None:
+    """Fills `bucket` with the code `path` holds if the file is the user's alone and holds this
+    macro's code for these versions; leaves it empty otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    except OSError as e:  # a symbolic link (ELOOP), or not readable
+        _warn(f"not loading {path} ({e}); compiling that macro again")
+        return
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        problem = not_private(st) if stat.S_ISREG(st.st_mode) else "it is not a regular file"
+        if problem is not None:
+            _warn(f"not loading {path}: {problem}. Compiling that macro again and replacing the file")
+            return
+        try:
+            bucket.load_bytecode(f)
+        except Exception:  # a truncated file fails in pickle or marshal: compile again
+            bucket.reset()
+        if bucket.code is not None and time.time() - st.st_mtime > TOUCH_AFTER_SECONDS:
+            try:
+                os.utime(fd)
+            except OSError:
+                pass
 
 
 def compiled_template(directory: Path, node: Any) -> jinja2.Template:
@@ -83,13 +176,7 @@ def compiled_template(directory: Path, node: Any) -> jinja2.Template:
     key = cache_key(source)
     bucket = Bucket(env, key, checksum=key)
     path = directory / bucket.key
-    try:
-        with path.open("rb") as f:
-            bucket.load_bytecode(f)
-    except FileNotFoundError:
-        pass
-    except Exception:  # a truncated file fails in pickle or marshal: compile again
-        bucket.reset()
+    _load(bucket, path)
     if bucket.code is None:
         with jinja.catch_jinja(node):
             bucket.code = env.compile(source)
@@ -100,8 +187,8 @@ def compiled_template(directory: Path, node: Any) -> jinja2.Template:
 
 def _write(path: Path, data: bytes) -> None:
     """Whole or not at all: dbt's threads and other dbt processes may write the
-    same file at once. A cache that cannot be written (a full disk) leaves the
-    run as it would be without the cache."""
+    same file at once. The file is the user's alone (tempfile makes it so). A cache that cannot
+    be written (a full disk) leaves the run as it would be without the cache."""
     part = None
     try:
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f"{path.name}.", suffix=".part", delete=False) as f:
@@ -113,31 +200,54 @@ def _write(path: Path, data: bytes) -> None:
             part.unlink(missing_ok=True)
 
 
-# A part file this old belongs to no writer: writing one takes milliseconds.
-STALE_PART_SECONDS = 3600
-
-
-def remove_stale_parts(directory: Path) -> None:
-    """Deletes the part files of writers that were killed mid-write (a part file is renamed or
-    deleted by its writer otherwise)."""
-    cutoff = time.time() - STALE_PART_SECONDS
+def prune(directory: Path, now: float | None = None) -> None:
+    """Deletes, of the cache's own files only: killed writers' part files, files no command loaded
+    for MAX_AGE_SECONDS, and the oldest past MAX_FILES. Scans the directory at most once per
+    PRUNE_INTERVAL_SECONDS (a stamp file's time); other command starts read the stamp alone."""
+    now = time.time() if now is None else now
+    stamp = directory / PRUNED_STAMP
+    try:
+        if now - stamp.stat().st_mtime < PRUNE_INTERVAL_SECONDS:
+            return
+        os.utime(stamp, (now, now))
+    except FileNotFoundError:
+        try:
+            stamp.touch(mode=0o600)
+            os.utime(stamp, (now, now))
+        except OSError:
+            return
+    except OSError:
+        return
+    kept: list[tuple[float, str]] = []
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
-                if entry.name.endswith(".part") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                if _PART_NAME.fullmatch(entry.name):
+                    limit = STALE_PART_SECONDS
+                elif _CODE_NAME.fullmatch(entry.name):
+                    limit = MAX_AGE_SECONDS
+                else:  # not the cache's: never touched
+                    continue
+                mtime = entry.stat(follow_symlinks=False).st_mtime
+                if now - mtime > limit:
                     Path(entry.path).unlink(missing_ok=True)
-    except OSError:  # another process removed it first, or the directory went: the cache works without this
+                elif limit == MAX_AGE_SECONDS:
+                    kept.append((mtime, entry.path))
+        kept.sort()
+        for _, path in kept[: max(0, len(kept) - MAX_FILES)]:
+            Path(path).unlink(missing_ok=True)
+    except OSError:  # another process removed a file first, or the directory went: the cache works without this
         pass
+
+
+def _dbts_method() -> Any:
+    method = jinja.TemplateCache.get_node_template
+    return getattr(method, "__wrapped__", method)
 
 
 def install(directory: Path) -> None:
     """dbt-common's TemplateCache, from here on in this process, compiles
-    through `directory`. Once per process: later calls change the directory."""
-    cache = jinja.TemplateCache
-    original = getattr(cache.get_node_template, "__wrapped__", cache.get_node_template)
-    # dbt's macro debugging puts the compiled source in linecache as it compiles: leave that to dbt.
-    if jinja.MACRO_DEBUGGING:
-        return
+    through `directory`. Installing again changes the directory; uninstall() puts dbt's method back."""
 
     def get_node_template(self, node):
         template = self.file_cache.get(node.macro_sql)
@@ -145,8 +255,13 @@ def install(directory: Path) -> None:
             template = self.file_cache[node.macro_sql] = compiled_template(directory, node)
         return template
 
-    get_node_template.__wrapped__ = original
-    cache.get_node_template = get_node_template
+    get_node_template.__wrapped__ = _dbts_method()  # type: ignore[attr-defined]
+    jinja.TemplateCache.get_node_template = get_node_template  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    """dbt-common's own TemplateCache method again: no file is read or written from here on."""
+    jinja.TemplateCache.get_node_template = _dbts_method()  # type: ignore[method-assign]
 
 
 def default_directory() -> Path | None:
@@ -159,12 +274,21 @@ def default_directory() -> Path | None:
         return None
 
 
+def macro_debugging() -> bool:
+    """Whether this dbt command debugs macros (its flag, which dbt sets before the plugins start, or the
+    variable): dbt's own compile then puts the compiled source in linecache."""
+    return bool(jinja.MACRO_DEBUGGING) or bool(os.environ.get(DEBUGGING_ENV))
+
+
 def install_from_environment() -> Path | None:
-    """Installs the cache in the directory ENV names, else in the default one, unless ENV is `off`;
-    the directory it installed, if any. A directory ENV names that cannot be used fails
-    (MacroCacheError, the user asked for it); a default one that cannot be used leaves dbt as it is."""
+    """At the start of every dbt command: installs the cache in the directory ENV names, else in the
+    default one, unless ENV is `off` or the command debugs macros (then dbt's own method, also where an
+    earlier command of this process installed the cache); the directory it installed, if any. A
+    directory ENV names that cannot be used fails (MacroCacheError, the user asked for it); a default
+    one that cannot be used leaves dbt as it is, with a warning."""
+    uninstall()
     value = os.environ.get(ENV, "").strip()
-    if value.lower() == OFF:
+    if value.lower() == OFF or macro_debugging():
         return None
     if value:
         directory = checked_directory(value)
@@ -173,9 +297,10 @@ def install_from_environment() -> Path | None:
         if default is None:
             return None
         try:
-            directory = checked_directory(str(default))
-        except MacroCacheError:
+            directory = checked_directory(str(default), label=f"the default directory {default}")
+        except MacroCacheError as e:
+            _warn(f"not used: {e} (or set {ENV}). dbt compiles its macros anew in every command until then")
             return None
-    remove_stale_parts(directory)
+    prune(directory)
     install(directory)
     return directory

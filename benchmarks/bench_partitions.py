@@ -61,11 +61,11 @@ def probe(state: Path, table: str, day: str) -> dict:
     """In this process: each probe's time in a new Spark session with the
     extension loaded, and whether the planned self-join kept its Exchange."""
     from spark_bucketing import extension
-    from spark_bucketing.sparksession import local_session
+    from spark_bucketing.sparksession import QUIET_LOG4J, local_session
 
     spark = local_session(
         state,
-        Path(__file__).resolve().parents[1] / "scripts" / "log4j2.properties",
+        QUIET_LOG4J,
         **extension.spark_settings(extension.build_jar()),
         **{"spark.sql.autoBroadcastJoinThreshold": "-1"},
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from harness.dbt_host import DbtHost
+from spark_bucketing.sparksession import QUIET_LOG4J
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DBT = str(Path(sys.executable).with_name("dbt"))
@@ -64,7 +65,7 @@ class DbtProcessProject:
             "spark.sql.warehouse.dir": str(state / "warehouse"),
             "spark.hadoop.javax.jdo.option.ConnectionURL": metastore,
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}"
-            + (f" -Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'}" if quiet_logs else "")
+            + (f" -Dlog4j2.configurationFile={QUIET_LOG4J}" if quiet_logs else "")
             + (f" {jvm_flags}" if jvm_flags else ""),
             "spark.sql.autoBroadcastJoinThreshold": "-1",
             **spark_conf,

@@ -11,10 +11,10 @@ from pyspark.sql import SparkSession
 from harness import class_archive
 from spark_bucketing import extension
 from spark_bucketing.files import BUCKET_IN_NAME, data_files, local_path  # noqa: F401 (re-exported for tests)
-from spark_bucketing.sparksession import local_session
+from spark_bucketing.sparksession import QUIET_LOG4J, local_session
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-LOG4J_CONF = REPO_ROOT / "scripts" / "log4j2.properties"
+LOG4J_CONF = QUIET_LOG4J
 # The test JVMs compile with C1 only and collect with one thread: the suite
 # runs four workers' JVMs on two cores over small data, where C2's compile
 # threads and parallel GC cost more CPU than they save (test_merge.py alone:

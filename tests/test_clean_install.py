@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from harness.spark import TEST_JVM_FLAGS
-from spark_bucketing.macro_cache import ENV
+from spark_bucketing.sparksession import QUIET_LOG4J
+from spark_bucketing.macro_cache import ENV, PRUNED_STAMP
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TABLE = "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 400)"
@@ -68,7 +69,7 @@ def scratch(tmp_path_factory) -> Path:
         "spark.sql.warehouse.dir": str(state / "warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={state / 'metastore_db'};create=true",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}"
-        f" -Dlog4j2.configurationFile={REPO_ROOT / 'scripts' / 'log4j2.properties'} {TEST_JVM_FLAGS}",
+        f" -Dlog4j2.configurationFile={QUIET_LOG4J} {TEST_JVM_FLAGS}",
         "spark.sql.autoBroadcastJoinThreshold": "-1",
     }
     output = {
@@ -203,7 +204,9 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     cache = tmp_path / "macro-cache"
     run(parse, cwd=scratch, env={ENV: str(cache)})
     named = {p.name for p in cache.iterdir()}
-    assert len(named) >= 10 and named <= set(kept), sorted(named - set(kept))
+    # The parse compiles the macros the project's model configs call (6 since the package brings no models of
+    # its own, issue 82), and the cache's prune stamp.
+    assert len(named - {PRUNED_STAMP}) >= 5 and named <= set(kept), sorted(named - set(kept))
     assert {p.name: p.stat().st_mtime_ns for p in default.iterdir()} == kept
     off = tmp_path / "off-user-cache"
     run(parse, cwd=scratch, env={ENV: "off", "XDG_CACHE_HOME": str(off)})

@@ -28,7 +28,7 @@ def test_demo_runs_twice_with_one_file_per_bucket(spark, tmp_path):
         for _ in range(2):
             out = io.StringIO()
             with redirect_stdout(out):
-                code = run_demo(REPO_ROOT, tmp_path / "state", args, target_dir=str(target))
+                code = run_demo(REPO_ROOT / "demo", tmp_path / "state", args, target_dir=str(target))
             text = out.getvalue()
             assert code == 0, text
         rows = {line.split()[0]: line.split() for line in text.splitlines() if line.startswith("bucketing_demo.")}

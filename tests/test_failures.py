@@ -99,6 +99,17 @@ BAD_CONFIGS = {
         "column 'ts' has type timestamp, which Spark does not hash the way Hive does",
     ),
     "decimal_hive_key": ({"clustered_by": "amount"}, "cast(amount as bigint)"),
+    # Another tool's name of a required config: the error names the key the model set (issue 82).
+    "cluster_by_instead": (
+        {"clustered_by": None, "cluster_by": "k"},
+        "config 'clustered_by': is missing or empty (the model sets 'cluster_by', which this package does not read)."
+        " Fix: rename 'cluster_by' to clustered_by",
+    ),
+    "num_buckets_instead": (
+        {"buckets": None, "num_buckets": 8},
+        "config 'buckets': is missing (the model sets 'num_buckets', which this package does not read)."
+        " Fix: rename 'num_buckets' to buckets",
+    ),
 }
 BAD_SQL = (
     "select cast(id as int) as k, cast(id % 3 as string) as p, id as v, timestamp'2024-01-01 00:00:00' as ts, "
@@ -124,6 +135,27 @@ def test_bad_config_fails_before_anything_is_written(spark, dbt_project, name):
     statements = log.read_text().lower()
     assert "create table" not in statements and "insert overwrite" not in statements
     dbt_project.remove_model(name)
+
+
+def test_a_misspelt_config_is_named_with_the_config_it_means(spark, dbt_project):
+    """dbt keeps a config no materialization reads without a word: `sort_by` built the table unsorted, `OK`
+    (issue 82). Each misspelt bucketing config gets a warning naming the config it most likely means."""
+    config = {**GOOD, "sort_by": ["v"], "bucket": 8, "bucketed_by": "k", "on_buckets_change": "rebuild"}
+    config["clustered_by"] = "missing_col"  # fails before anything is written: the warnings come first
+    dbt_project.write_model("misspelt", BAD_SQL, config)
+    log: list[str] = []
+    result = dbt_project.run("misspelt", expect_ok=False, log=log)
+    assert "column 'missing_col' is not produced" in node_messages(result)["misspelt"]
+    warnings = [m for m in log if "is not a config of bucketed_table and is ignored" in m]
+    assert len(warnings) == 4, warnings
+    for written, meant in (
+        ("sort_by", "sorted_by"),
+        ("bucket", "buckets"),
+        ("bucketed_by", "clustered_by"),
+        ("on_buckets_change", "on_bucket_change"),
+    ):
+        assert any(f"config '{written}' is not a config" in w and f"Did you mean '{meant}'?" in w for w in warnings)
+    dbt_project.remove_model("misspelt")
 
 
 def test_bad_config_keeps_existing_table(spark, dbt_project):

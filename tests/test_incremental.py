@@ -166,6 +166,30 @@ def test_dropping_the_old_partitions_converges_the_table(spark, dbt_project):
     _dbt_tests(dbt_project, name)
 
 
+def test_an_evolved_table_warns_until_rebuild_repairs_it(spark, dbt_project):
+    """After `evolve` the table is declared unbucketed: the run says so, with the command that repairs it;
+    `rebuild` on the same spec then rewrites every partition with it (it changed nothing, silently: issue 82)."""
+    expected = Expected()
+    name = "inc_repair"
+    table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
+    log = dbt_project.root / "logs" / "dbt.log"
+    log.unlink(missing_ok=True)
+    evolve = {"days": [2], "buckets": 16, "on_change": "evolve", "tag": 1}
+    step(spark, dbt_project, name, expected, evolve)
+    assert declared(spark, table) is None
+    text = log.read_text()
+    assert f"{table} is declared unbucketed: its partitions do not all hold one bucket spec" in text
+    assert "Fix: rewrite every partition with 16 buckets on (k), hive hash, sorted by (id) once:" in text
+    assert f"`dbt run --select {name} --full-refresh`, or one run with on_bucket_change='rebuild'" in text
+    log.unlink()
+    step(spark, dbt_project, name, expected, {**evolve, "days": [3], "on_change": "rebuild", "tag": 2})
+    assert declared(spark, table) == {"hash": "hive", "clustered_by": ["k"], "buckets": 16, "sorted_by": ["id"]}
+    assert {m["buckets"] for m in metadata(spark, table).values()} == {16}
+    text = log.read_text()
+    assert "on_bucket_change='rebuild' rewrites every partition with 16 buckets" in text
+    assert "is declared unbucketed:" not in text
+
+
 def test_evolve_warns_when_counts_are_not_power_of_two_multiples(spark, dbt_project):
     expected = Expected()
     name = "inc_warn"

@@ -89,14 +89,17 @@ def crafted(spark, dbt_project, tmp_path_factory):
         + "\n    tables:\n"
         + "".join(f"      - name: {name}\n        data_tests: [spark_bucketing.bucket_layout]\n" for name in CASES),
     )
-    result = dbt_project.dbt("test")
-    return {r.node.depends_on.nodes[0].rsplit(".", 1)[1]: r for r in result.result.results}
+    log: list[str] = []
+    result = dbt_project.dbt("test", log=log)
+    results = {r.node.depends_on.nodes[0].rsplit(".", 1)[1]: r for r in result.result.results}
+    return results, log
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bucket_layout_reports_each_broken_file(spark, dbt_project, crafted, name, tmp_path):
     _, problems = CASES[name]
-    result = crafted[name]
+    results, log = crafted
+    result = results[name]
     if not problems:
         assert str(result.status) == "pass", result.message
         return
@@ -107,3 +110,6 @@ def test_bucket_layout_reports_each_broken_file(spark, dbt_project, crafted, nam
     for fragment in problems:
         assert fragment in compiled
     assert name in compiled
+    # The logged report says how to repair the table (issue 82).
+    (report,) = [m for m in log if m.startswith(f"bucket_layout: {dbt_project.schema}.{name} breaks its bucket spec")]
+    assert "To repair: rewrite the table with its model" in report and "--full-refresh" in report

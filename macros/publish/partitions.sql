@@ -102,13 +102,25 @@
       declaration reads the other partitions (verified_spec). -#}
   {%- do spark_bucketing.unset_properties(rels.target, published.unlisted_keys) -%}
   {%- set common = spark_bucketing.converged_spec(spec, published) -%}
+  {%- set declared = published.declared -%}
   {%- if not spark_bucketing.same_spec(published.declared, common) -%}
     {%- set stats = none if common is none else spark_bucketing.partition_stats(rels.target, spec.partition_by) -%}
-    {%- set target_spec = common if common is none else spark_bucketing.verified_spec(rels.target, stats, common, published) -%}
-    {%- if not spark_bucketing.same_spec(published.declared, target_spec) -%}
-      {%- do spark_bucketing.redeclare(rels, rels.target, target_spec, spec, stats) -%}
+    {%- set declared = common if common is none else spark_bucketing.verified_spec(rels.target, stats, common, published) -%}
+    {%- if not spark_bucketing.same_spec(published.declared, declared) -%}
+      {%- do spark_bucketing.redeclare(rels, rels.target, declared, spec, stats) -%}
     {%- endif -%}
   {%- endif -%}
+  {%- if declared is none -%}{%- do spark_bucketing.warn_declared_unbucketed(rels, spec) -%}{%- endif -%}
+{% endmacro %}
+
+{% macro warn_declared_unbucketed(rels, spec) %}
+  {#- A run that leaves its table declared unbucketed says so, with what repairs it: a table that reads
+      unbucketed everywhere but through the session extension is not what a user who set buckets expects. -#}
+  {%- do exceptions.warn("spark_bucketing: model '" ~ model.unique_id ~ "': " ~ rels.target ~ " is declared unbucketed:"
+      ~ " its partitions do not all hold one bucket spec (on_bucket_change='evolve' keeps the old partitions as they were),"
+      ~ " so Spark without the session extension, Hive and Trino read it unbucketed and its joins and aggregations on "
+      ~ (spec.clustered_by | join(', ')) ~ " shuffle. Fix: rewrite every partition with " ~ spark_bucketing.describe_spec(spark_bucketing.spec_record(spec))
+      ~ " once: `dbt run --select " ~ model.name ~ " --full-refresh`, or one run with on_bucket_change='rebuild'") -%}
 {% endmacro %}
 
 {% macro converged_spec(spec, published) %}

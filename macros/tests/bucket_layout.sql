@@ -8,10 +8,13 @@
     select 1 as file_path where false
   {%- else -%}
     {%- set relation = spark_bucketing.tested_relation(model) -%}
+    {%- if not spark_bucketing.tested_table_exists(relation) -%}
+      {{ return(spark_bucketing.not_built_yet(relation, 'bucket_layout', ['file_path', 'problem'])) }}
+    {%- endif -%}
     {%- set violations = spark_bucketing.layout_violations(relation, max_files=max_files_per_bucket) -%}
     {%- if violations | length > 0 -%}
       {%- do log("bucket_layout: " ~ relation ~ " breaks its bucket spec in " ~ (violations | length) ~ " files:\n"
-          ~ spark_bucketing.describe_violations(violations, 50), info=true) -%}
+          ~ spark_bucketing.describe_violations(violations, 50) ~ "\n" ~ spark_bucketing.repair_hint(relation), info=true) -%}
     {%- endif -%}
     {{ spark_bucketing.rows_as_values(violations, ['file_path', 'problem']) }}
   {%- endif -%}

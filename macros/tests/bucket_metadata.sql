@@ -6,10 +6,13 @@
     select cast(null as string) as object, cast(null as string) as problem where false
   {%- else -%}
     {%- set relation = spark_bucketing.tested_relation(model) -%}
+    {%- if not spark_bucketing.tested_table_exists(relation) -%}
+      {{ return(spark_bucketing.not_built_yet(relation, 'bucket_metadata', ['object', 'problem'])) }}
+    {%- endif -%}
     {%- set problems = spark_bucketing.metadata_problems(relation) -%}
     {%- if problems | length > 0 -%}
       {%- do log("bucket_metadata: " ~ relation ~ " has " ~ (problems | length) ~ " problems:\n  "
-          ~ (problems[:50] | map(attribute='problem') | join('\n  ')), info=true) -%}
+          ~ (problems[:50] | map(attribute='problem') | join('\n  ')) ~ "\n" ~ spark_bucketing.repair_hint(relation), info=true) -%}
     {%- endif -%}
     {{ spark_bucketing.rows_as_values(problems, ['object', 'problem']) }}
   {%- endif -%}

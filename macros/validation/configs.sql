@@ -1,14 +1,17 @@
 {#- Reading and validating the bucketing configs. Every check here runs before
     any statement that writes, and names the model, the config, the problem
     and the fix (config_error). -#}
-{% macro column_list_config(config_name, required=false, repeats=false) %}
+{% macro column_list_config(config_name, required=false, repeats=false, misspelt={}) %}
   {#- A column or a list of columns, returned as a list of names; a column
-      listed twice is an error, or with `repeats` (dbt's unique_key) taken once. -#}
+      listed twice is an error, or with `repeats` (dbt's unique_key) taken once.
+      `misspelt`: misspelt_configs, named in the error when a required one is missing. -#}
   {%- set raw = config.get(config_name) -%}
   {%- if raw is none or (raw is string and raw | trim == '') or (raw is iterable and raw is not string and raw | length == 0) -%}
     {%- if required -%}
-      {%- do spark_bucketing.config_error(config_name, "is missing or empty",
-          "set " ~ config_name ~ " to a column or a list of columns, e.g. " ~ config_name ~ "=['customer_id']") -%}
+      {%- set written = misspelt.items() | selectattr('1', 'equalto', config_name) | map(attribute='0') | list -%}
+      {%- do spark_bucketing.config_error(config_name, "is missing or empty"
+          ~ (" (the model sets '" ~ (written | join("', '")) ~ "', which this package does not read)" if written else ''),
+          ("rename '" ~ written[0] ~ "' to " ~ config_name ~ ": " if written else "set " ~ config_name ~ " to ") ~ "a column or a list of columns, e.g. " ~ config_name ~ "=['customer_id']") -%}
     {%- endif -%}
     {{ return([]) }}
   {%- endif -%}
@@ -50,10 +53,45 @@
   {{ return((bucket_hash, bucketing_version)) }}
 {% endmacro %}
 
+{% macro misspelt_configs() %}
+  {#- {config the model sets: the package's config it most likely means} for each config whose name is a
+      misspelling of a bucketing config or another tool's name for it. dbt keeps a config that no
+      materialization reads without a word: `sort_by` would build the table unsorted. -#}
+  {%- set meant = {
+      'sort_by': 'sorted_by', 'sorted_on': 'sorted_by', 'sort_keys': 'sorted_by', 'sortkey': 'sorted_by',
+      'sorted': 'sorted_by', 'order_by': 'sorted_by', 'sorted_by_columns': 'sorted_by',
+      'cluster_by': 'clustered_by', 'clustered_on': 'clustered_by', 'clustered': 'clustered_by',
+      'bucket_by': 'clustered_by', 'bucketed_by': 'clustered_by', 'bucket_columns': 'clustered_by',
+      'bucket_keys': 'clustered_by', 'bucket_key': 'clustered_by', 'bucket_column': 'clustered_by',
+      'bucket': 'buckets', 'num_buckets': 'buckets', 'n_buckets': 'buckets', 'bucket_count': 'buckets',
+      'number_of_buckets': 'buckets', 'num_bucket': 'buckets', 'buckets_count': 'buckets',
+      'partitioned_by': 'partition_by', 'partition': 'partition_by', 'partitions_by': 'partition_by',
+      'partition_columns': 'partition_by',
+      'hash': 'bucket_hash', 'bucketing_hash': 'bucket_hash', 'hash_function': 'bucket_hash',
+      'bucket_hash_function': 'bucket_hash', 'bucket_version': 'bucketing_version',
+      'hive_bucketing_version': 'bucketing_version', 'on_buckets_change': 'on_bucket_change',
+      'on_bucket_changes': 'on_bucket_change', 'on_spec_change': 'on_bucket_change',
+      'max_file_per_bucket': 'max_files_per_bucket', 'files_per_bucket': 'max_files_per_bucket',
+  } -%}
+  {%- set out = {} -%}
+  {%- for key in (model.config or {}).keys() if key in meant -%}{%- do out.update({key: meant[key]}) -%}{%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro warn_misspelt_configs(misspelt) %}
+  {%- for written, intended in misspelt.items() | sort -%}
+    {%- do exceptions.warn("spark_bucketing: model '" ~ model.unique_id ~ "': config '" ~ written ~ "' is not a config of "
+        ~ model.config.materialized ~ " and is ignored" ~ (" ('cluster_by' is Databricks' liquid clustering)" if written == 'cluster_by' else '')
+        ~ ". Did you mean '" ~ intended ~ "'? Fix: rename it to " ~ intended ~ " (configs: docs/configs.md)") -%}
+  {%- endfor -%}
+{% endmacro %}
+
 {% macro bucket_spec() %}
   {#- The model's bucketing configs, checked for shape and range. Column checks
       that need the query's schema happen in validate_columns. -#}
-  {%- set clustered_by = spark_bucketing.column_list_config('clustered_by', required=true) -%}
+  {%- set misspelt = spark_bucketing.misspelt_configs() -%}
+  {%- do spark_bucketing.warn_misspelt_configs(misspelt) -%}
+  {%- set clustered_by = spark_bucketing.column_list_config('clustered_by', required=true, misspelt=misspelt) -%}
   {#- The concurrency settings are read in the commit, after the write: checked here, before it. -#}
   {%- do spark_bucketing.validate_concurrency_configs() -%}
   {%- set sorted_by = spark_bucketing.column_list_config('sorted_by') -%}
@@ -61,7 +99,9 @@
 
   {%- set buckets = config.get('buckets') -%}
   {%- if buckets is none -%}
-    {%- do spark_bucketing.config_error('buckets', "is missing", "set buckets to an integer between 1 and 100000, e.g. buckets=16") -%}
+    {%- set written = misspelt.items() | selectattr('1', 'equalto', 'buckets') | map(attribute='0') | list -%}
+    {%- do spark_bucketing.config_error('buckets', "is missing" ~ (" (the model sets '" ~ (written | join("', '")) ~ "', which this package does not read)" if written else ''),
+        ("rename '" ~ written[0] ~ "' to buckets: " if written else "set buckets to ") ~ "an integer between 1 and 100000, e.g. buckets=16") -%}
   {%- elif buckets is boolean or buckets is not integer -%}
     {%- do spark_bucketing.config_error('buckets', "must be an integer, got " ~ ("the string '" ~ buckets ~ "'" if buckets is string else buckets | string),
         "set buckets to an integer between 1 and 100000 without quotes, e.g. buckets=16") -%}

@@ -86,7 +86,16 @@
     {{ return(true) }}
   {%- endif -%}
   {%- set new = spark_bucketing.spec_record(spec) -%}
-  {%- if spark_bucketing.same_spec(old, new) -%}{{ return(false) }}{%- endif -%}
+  {%- if spark_bucketing.same_spec(old, new) -%}
+    {#- An evolved table (declared unbucketed while its partitions hold different specs, or one's files differ
+        from its record) is repaired by rebuilding it whole: `rebuild` on the same spec was a silent no-op. -#}
+    {%- if incr.on_bucket_change == 'rebuild' and spark_bucketing.declared_spec(info) is none -%}
+      {%- do log("spark_bucketing: " ~ this ~ " is declared unbucketed (its partitions do not all hold one bucket spec);"
+          ~ " on_bucket_change='rebuild' rewrites every partition with " ~ spark_bucketing.describe_spec(new), info=true) -%}
+      {{ return(true) }}
+    {%- endif -%}
+    {{ return(false) }}
+  {%- endif -%}
   {%- if spark_bucketing.bucketing_version(old) != spark_bucketing.bucketing_version(new) and incr.on_bucket_change == 'evolve' -%}
     {%- do spark_bucketing.config_error('on_bucket_change', "'evolve' cannot change bucketing_version from " ~ spark_bucketing.bucketing_version(old)
         ~ " to " ~ spark_bucketing.bucketing_version(new) ~ ": it is one label for the whole table, by which Hive, Trino and the session extension read every partition",

@@ -177,6 +177,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_log4j(args: argparse.Namespace) -> int:
+    from spark_bucketing.sparksession import QUIET_LOG4J
+
+    if args.quiet:
+        print(QUIET_LOG4J)
+        return 0
+    print(f"log4j2 configuration (Spark's JVM logs errors only): {QUIET_LOG4J}")
+    print("Add to the profile's server_side_parameters (method: session), or to the Thrift Server's driver options:")
+    print(f'  spark.driver.extraJavaOptions: "-Dlog4j2.configurationFile={QUIET_LOG4J}"')
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from spark_bucketing.demo import run_demo
 
@@ -288,8 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="print the jar's path only")
     p.set_defaults(func=cmd_extension)
 
+    p = sub.add_parser("log4j", help="print the path of the quiet log4j2 configuration for Spark's JVM")
+    p.add_argument("--quiet", action="store_true", help="print the path only")
+    p.set_defaults(func=cmd_log4j)
+
     p = sub.add_parser("demo", help="build the demo pipeline and report its layout")
-    p.add_argument("--project-dir", default=".")
+    p.add_argument("--project-dir", default="demo", help="the demo's dbt project (demo/ of this repository)")
     p.add_argument("--state-dir", default=".demo", help="where the local metastore and warehouse live")
     p.set_defaults(func=cmd_demo)
     return parser

@@ -12,6 +12,7 @@ from pathlib import Path
 from spark_bucketing import extension, plans
 from spark_bucketing.files import bucket_of, local_path
 from spark_bucketing.metadata import SparkClient, read_table_metadata
+from spark_bucketing.sparksession import QUIET_LOG4J
 
 
 def files_per_bucket_in_catalog(spark, table: str) -> Counter:
@@ -108,14 +109,16 @@ def run_demo(
 
     state_dir.mkdir(parents=True, exist_ok=True)
     os.environ["SPARK_BUCKETING_DEMO_DIR"] = str(state_dir.resolve())
-    os.environ.setdefault("SPARK_BUCKETING_LOG4J", str((project_dir / "scripts" / "log4j2.properties").resolve()))
+    os.environ.setdefault("SPARK_BUCKETING_LOG4J", str(QUIET_LOG4J))
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     # The profile loads the session extension from this jar (built once, cached).
     os.environ.setdefault("SPARK_BUCKETING_EXTENSION_JAR", str(extension.build_jar()))
     quiet_pyspark_logs()
-    common = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir / "profiles"), *(dbt_args or [])]
+    common = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir), *(dbt_args or [])]
     runner = dbtRunner()
-    for command in (["run"], ["test"], ["compile", "--quiet"]):  # compile: the checker reads compiled models
+    # deps: the demo installs the package from this repository, as a user's project does.
+    for command in (["deps", "--quiet"], ["run"], ["test"], ["compile", "--quiet"]):
+        # compile: the checker reads compiled models
         result = runner.invoke([*command, *common])
         if not result.success:
             print(f"\ndemo: `dbt {command[0]}` failed; see the messages above.", file=sys.stderr)

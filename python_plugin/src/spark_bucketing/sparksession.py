@@ -6,6 +6,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+#: Spark's JVM logging at ERROR (log4j2's file format), shipped with the package: a profile points
+#: `-Dlog4j2.configurationFile` at it (`spark-bucketing log4j` prints its path; docs/cluster.md).
+QUIET_LOG4J = Path(__file__).with_name("log4j2.properties")
+
 
 def quiet_pyspark_logs() -> None:
     """PySpark 4 logs every failed query with its stack from Python; the callers report failures themselves."""

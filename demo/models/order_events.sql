@@ -1,7 +1,7 @@
 -- Order events, loaded incrementally: each run replaces the last two days
 -- (insert_overwrite) and keeps every partition at one file per bucket. The
 -- bucket spec may evolve (on_bucket_change='evolve'): try
---   dbt run -s order_events --vars '{demo_event_buckets: 16}' --profiles-dir profiles
+--   dbt run -s order_events --vars '{demo_event_buckets: 16}' (in demo/)
 {{ config(
     materialized='bucketed_incremental',
     clustered_by='order_id',

@@ -333,3 +333,67 @@ def test_sqlfluff_rule_under_the_dbt_templater(project, monkeypatch):
     finally:
         (project.root / ".sqlfluff").unlink()
         load_config_at_path.cache_clear()
+
+
+def test_the_gate_fails_a_table_the_project_declares_bucketed_that_the_catalog_reads_unbucketed(project, spark):
+    """A model declared bucketed (8 buckets on k, Spark's hash) whose table another tool rewrote unbucketed (as
+    after on_bucket_change='evolve' the table is declared unbucketed): its join with `dim` shuffles in Spark's
+    plan. The live catalog says it is not bucketed, so the join was not "between bucketed relations" and the
+    gate passed (issue 83); it fails now, and the advice is the repair, not "materialize it bucketed"."""
+    schema = project.schema
+    project.write_model("rewritten", "select 1 as k", {"materialized": "bucketed_table", **TABLES["fact"]})
+    (project.root / "models" / "rewritten_join.sql").write_text(
+        "{{ config(materialized='view') }}\nselect r.k, d.v from {{ ref('rewritten') }} r\njoin {{ ref('dim') }} d"
+        " on r.k = d.k\n"
+    )
+    spark.sql(f"create table {schema}.rewritten using parquet as select cast(id as int) as k from range(100)")
+    try:
+        code, out, err = _check(project, "--catalog", "live", "--select", "rewritten_join", "--fail-on", "shuffle")
+        assert code == 1, out + err
+        assert "model.sb_it.rewritten_join line 3: a join between bucketed relations shuffles" in err
+        assert "1 joins between bucketed relations shuffle" in out
+        assert f"{schema}.rewritten is declared 8 buckets on (k), spark hash by the project, but the catalog" in out
+        assert "`dbt run --select rewritten --full-refresh`" in out and "materialize" not in out
+    finally:
+        spark.sql(f"drop table if exists {schema}.rewritten")
+        project.remove_model("rewritten")
+        project.remove_model("rewritten_join")
+        assert project.dbt("compile").success
+
+
+def test_the_gate_fails_when_it_checked_fewer_models_than_selected(project):
+    """With --fail-on, a selected model the check could not judge fails the gate unless --allow-unchecked: a
+    manifest another command wrote (`dbt test`: no model's compiled code), a model Spark cannot plan. Both
+    exited 0 (issue 83), a gate that checked nothing passing."""
+    try:
+        assert project.dbt("test", "--select", "good_join", "--write-json").success
+        code, out, err = _check(project, "--no-compile", "--select", "good_join", "--fail-on", "shuffle")
+        assert code == 1, out + err
+        assert "model.sb_it.good_join: not checked: the model has no compiled code in" in err
+        assert "(a manifest written by a command that did not compile it, such as `dbt test`" in err
+        code, _, _ = _check(
+            project, "--no-compile", "--select", "good_join", "--fail-on", "shuffle", "--allow-unchecked"
+        )
+        assert code == 0
+        code, _, _ = _check(project, "--no-compile", "--select", "good_join")  # no gate: the report alone
+        assert code == 0
+    finally:
+        assert project.dbt("compile").success
+    code, _, err = _check(
+        project, "--no-compile", "--catalog", "live", "--select", "unknown_rel", "--fail-on", "shuffle"
+    )
+    assert code == 1 and "model.sb_it.unknown_rel: not checked: Spark could not plan it" in err
+    args = ("--no-compile", "--catalog", "live", "--select", "unknown_rel", "--fail-on", "shuffle", "--allow-unchecked")
+    assert _check(project, *args)[0] == 0
+
+
+def test_rough_edges(project, tmp_path, monkeypatch):
+    """No project: a clear error. --no-compile with no manifest: the error before any Spark starts (it started
+    one, about 20 s, first). (Issue 83.)"""
+    code, _, err = _check(project, "--project-dir", str(tmp_path))
+    assert code == 2 and f"no dbt_project.yml in {tmp_path}" in err and "Errno" not in err
+    (tmp_path / "dbt_project.yml").write_text("name: empty\n")
+    started = []
+    monkeypatch.setattr("spark_bucketing.connection.connect", lambda *a, **k: started.append(1))
+    code, _, err = _check(project, "--project-dir", str(tmp_path), "--no-compile", "--catalog", "live")
+    assert code == 2 and "no dbt manifest at" in err and started == []

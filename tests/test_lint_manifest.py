@@ -10,7 +10,7 @@ from sqlfluff.core import FluffConfig, Linter
 SQL = "select a.user_id from s.a as a join s.b as b on a.user_id = b.user_id\n"
 
 
-def _model(name: str, buckets: int) -> dict:
+def _model(name: str, buckets: int, bucket_hash: str = "spark") -> dict:
     return {
         "resource_type": "model",
         "relation_name": f"`s`.`{name}`",
@@ -18,7 +18,7 @@ def _model(name: str, buckets: int) -> dict:
             "materialized": "bucketed_table",
             "clustered_by": ["user_id"],
             "buckets": buckets,
-            "bucket_hash": "spark",
+            "bucket_hash": bucket_hash,
         },
         "columns": {"user_id": {"data_type": "int"}},
     }
@@ -50,4 +50,19 @@ def test_equal_bucket_counts_are_not_flagged(tmp_path):
     manifest.write_text(
         json.dumps({"nodes": {"model.p.a": _model("a", 8), "model.p.b": _model("b", 8)}, "sources": {}})
     )
+    assert _lint(str(manifest)) == []
+
+
+def test_a_hive_hash_table_joined_to_a_spark_hash_one_is_flagged(tmp_path):
+    """As `check --fail-on shuffle` fails it (issue 83): the Spark-hash side's buckets are lost, and the one fix
+    that works is named (the extension reads the Hive side by Hive's hash, still not the other side's)."""
+    manifest = tmp_path / "m.json"
+    nodes = {"model.p.a": _model("a", 8, "hive"), "model.p.b": _model("b", 8)}
+    manifest.write_text(json.dumps({"nodes": nodes, "sources": {}}))
+    (violation,) = _lint(str(manifest))
+    assert violation.rule_code() == "SB01" and "HIVE_HASH" in violation.desc()
+    assert "set bucket_hash='spark' on its model" in violation.desc() and "enable the session" not in violation.desc()
+    # Two Hive-hash tables joined in Spark without the extension shuffle by design: their buckets are Hive's.
+    nodes = {"model.p.a": _model("a", 8, "hive"), "model.p.b": _model("b", 8, "hive")}
+    manifest.write_text(json.dumps({"nodes": nodes, "sources": {}}))
     assert _lint(str(manifest)) == []

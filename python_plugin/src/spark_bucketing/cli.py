@@ -119,7 +119,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     import json
 
     from spark_bucketing.checker.engines import SPARK_VERSION, EngineSettings, spark_version
-    from spark_bucketing.checker.project import CheckError, compile_project, format_text, run_check
+    from spark_bucketing.checker.project import CheckError, compile_project, format_text, run_check, target_path
     from spark_bucketing.connection import TargetError, connect
 
     conf = {}
@@ -137,11 +137,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         conf[SPARK_VERSION] = args.spark_version
     project_dir = Path(args.project_dir)
     profiles_dir = Path(args.profiles_dir) if args.profiles_dir else None
+    if not (project_dir / "dbt_project.yml").exists():
+        print(
+            f"spark-bucketing check: no dbt_project.yml in {project_dir.resolve()}: run it in a dbt project's folder,"
+            " or pass --project-dir",
+            file=sys.stderr,
+        )
+        return 2
     try:
         if not args.no_compile:
             # Before connecting: dbt's own invocation resets its adapters, connections included.
             own = args.catalog == "local"
             compile_project(project_dir, profiles_dir, args.select or [], args.target, args.target_path, own)
+        manifest = target_path(project_dir, args.target_path) / "manifest.json"
+        if not manifest.exists():  # before a Spark starts (--catalog live, --verify): it would be for nothing
+            raise CheckError(f"no dbt manifest at {manifest}: run `dbt compile` there, or drop --no-compile")
         # --catalog local's verdicts are plans already: --verify adds nothing there, and no warehouse is read.
         client = connect(args) if args.catalog == "live" or (args.verify and args.catalog != "local") else None
     except (TargetError, CheckError) as exc:
@@ -171,10 +181,26 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         _close(client)
     print(json.dumps(report.to_json(), indent=2) if args.format == "json" else format_text(report))
-    fail_on = set(args.fail_on or [])
-    if ("shuffle" in fail_on and report.shuffling_bucketed_joins()) or ("unknown" in fail_on and report.unknowns()):
-        return 1
-    return 0
+    return gate(report, set(args.fail_on or []), args.allow_unchecked)
+
+
+def gate(report, fail_on: set[str], allow_unchecked: bool) -> int:
+    """The exit code of `check` (docs/checker.md, "Exit codes"): 1 where a --fail-on condition holds, or where
+    --fail-on is given and a selected model was not checked (unless --allow-unchecked): a gate that checked
+    nothing must not pass. Says why on stderr."""
+    failures = []
+    if "shuffle" in fail_on:
+        failures += [
+            f"{m.unique_id} line {f.line}: a join between bucketed relations shuffles"
+            for m, f in report.shuffling_bucketed_joins()
+        ]
+    if "unknown" in fail_on:
+        failures += [f"{m.unique_id} line {f.line}: the verdict is unknown" for m, f in report.unknowns()]
+    if fail_on and not allow_unchecked:
+        failures += [f"{m.unique_id}: not checked: {why}" for m, why in report.unchecked()]
+    for line in failures:
+        print(f"spark-bucketing check: --fail-on {' '.join(sorted(fail_on))}: {line}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 def cmd_log4j(args: argparse.Namespace) -> int:
@@ -281,6 +307,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify", action="store_true", help="also check each verdict against Spark's physical plan (EXPLAIN)"
     )
     p.add_argument("--no-compile", action="store_true", help="reuse target/manifest.json instead of dbt compile")
+    p.add_argument(
+        "--allow-unchecked",
+        action="store_true",
+        help="with --fail-on: pass even where a selected model was not checked (no compiled code in the manifest,"
+        " or a model Spark could not plan); by default the gate fails then",
+    )
     p.add_argument(
         "--target-path",
         help="where dbt writes the manifest, as dbt's own --target-path (default: DBT_TARGET_PATH, else the "

@@ -114,12 +114,12 @@ def run_demo(
     # The profile loads the session extension from this jar (built once, cached).
     os.environ.setdefault("SPARK_BUCKETING_EXTENSION_JAR", str(extension.build_jar()))
     quiet_pyspark_logs()
-    common = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir), *(dbt_args or [])]
+    where = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
     runner = dbtRunner()
-    # deps: the demo installs the package from this repository, as a user's project does.
+    # deps (which takes no --vars or --target-path): the demo installs the package from this repository, as a
+    # user's project does; compile: the checker reads compiled models.
     for command in (["deps", "--quiet"], ["run"], ["test"], ["compile", "--quiet"]):
-        # compile: the checker reads compiled models
-        result = runner.invoke([*command, *common])
+        result = runner.invoke([*command, *where, *([] if command[0] == "deps" else dbt_args or [])])
         if not result.success:
             print(f"\ndemo: `dbt {command[0]}` failed; see the messages above.", file=sys.stderr)
             return 1

@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 
+from spark_bucketing.checker.advice import GUESS, refine
 from spark_bucketing.checker.blocks import walk
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.flow import join_and_grouping_findings
@@ -51,7 +52,9 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
     except Exception as err:  # a query the passes do not handle: its verdict is unknown, the others still reported
         why = f"the checker could not analyse this query ({type(err).__name__}: {err}); please report it with the query"
         return [Finding("query", 1, [], [why], unknown=True)]
-    return _in_query_order(findings)
+    findings = _in_query_order(findings)
+    refine(findings, catalog)
+    return findings
 
 
 def _qualified(sql: str, catalog: Catalog) -> exp.Expression | Finding:
@@ -97,5 +100,5 @@ def _without_redundant_casts(query: exp.Expression, catalog: Catalog) -> exp.Exp
 def _in_query_order(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         if f.unknown and not any("not in the catalog" in s or "the verdict is unknown" in s for s in f.suggestions):
-            f.suggestions.append("a relation or column is unknown to the catalog; the verdict is a guess")
+            f.suggestions.append(GUESS)
     return sorted(findings, key=lambda f: f.line)

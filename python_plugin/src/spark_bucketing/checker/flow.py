@@ -409,6 +409,7 @@ class _Flow:
         reasons = []
         if shuffled.shuffle:
             reasons = join_side_reasons(s.part, s.keys, s.plain, s.type_ok, s.desc, self.settings) + shuffled.extra
+            reasons += self.obstacles_behind_the_keys(s, other, reasons)
         plain_join = s.plain and other.plain
         return Side(
             relation=s.desc.relation,
@@ -419,6 +420,19 @@ class _Flow:
             local_keys=s.desc.local,
             sort=sort_state(s.part, s.keys, shuffled.shuffle, self.settings, num) if plain_join else None,
         )
+
+
+    def obstacles_behind_the_keys(self, s: JoinSide, other: JoinSide, reasons: list[str]) -> list[str]:
+        """What still shuffles a side joined on more than its bucket columns once that is allowed: the other
+        side's hash or bucket count. Reported with it, so that the first fix is not taken for the last."""
+        sp, op = s.part, other.part
+        if E.KEYS_SUPERSET not in reasons or not (sp and op and sp.bucketed and op.bucketed):
+            return []
+        if sp.hash != op.hash:
+            return [E.HASH_DIFFERS]
+        if E.joined_count(sp.num, op.num, sp.scan and op.scan, sp.hash, self.settings) is None:
+            return [E.BUCKET_COUNT_MISMATCH]
+        return []
 
 
 def _global_aggregate(select: exp.Select) -> bool:

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from spark_bucketing.checker.analyze import analyze_sql
 from spark_bucketing.checker.engines import SESSION_KEYS, EngineSettings
+from spark_bucketing.checker.gate import lost_bucket_join
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.relations import Catalog, catalog_from_manifest_file, normalize_name, relation_from_live
 
@@ -44,6 +45,10 @@ class Report:
     engine: str
     models: list[ModelReport]
     seconds: float = 0.0
+    # What the gate reads: the relations as the check saw them (with what the project declares) and the engine.
+    catalog: Catalog = field(default_factory=Catalog)
+    settings: EngineSettings = field(default_factory=EngineSettings)
+    catalog_mode: str = "manifest"
 
     def to_json(self) -> dict:
         out = {"engine": self.engine, "models": []}
@@ -76,12 +81,20 @@ class Report:
         return sum(1 for m in self.models for c in m.corrections if c is not None)
 
     def shuffling_bucketed_joins(self) -> list[tuple[ModelReport, Finding]]:
-        return [
-            (m, f)
-            for m in self.models
-            for f in m.findings
-            if f.between_bucketed and not f.unknown and not f.shuffle_free
-        ]
+        """The joins between bucketed relations that shuffle (gate.py: the same rule as SB01's)."""
+        return [(m, f) for m in self.models for f in m.findings if lost_bucket_join(f, self.catalog, self.settings)]
+
+    def unchecked(self) -> list[tuple[ModelReport, str]]:
+        """The selected models the check could not judge as asked, and why: no compiled code in the manifest
+        (another command wrote it, or the model failed to compile), or, with --catalog live or local, a model
+        Spark could not plan (its verdicts are the static model's guesses)."""
+        out = []
+        for m in self.models:
+            if any(f.kind == "query" and f.unknown for f in m.findings):
+                out.append((m, next(s for f in m.findings if f.kind == "query" for s in f.suggestions)))
+            elif m.verdicts == "static" and m.not_planned:
+                out.append((m, f"Spark could not plan it ({m.not_planned})"))
+        return out
 
     def unknowns(self) -> list[tuple[ModelReport, Finding]]:
         return [(m, f) for m in self.models for f in m.findings if f.unknown]
@@ -204,7 +217,10 @@ def run_check(
             )
         live = Catalog(dict(catalog.relations))
         for name in sorted({r for m in models for r in referenced_relations(m.get("compiled_code") or "")}):
-            live.add(relation_from_live(client, name))
+            info = relation_from_live(client, name)
+            project = catalog.get(name)
+            info.declared = project.declared if project is not None else None
+            live.add(info)
         catalog = live
     refused: dict[str, str] = {}
     if catalog_mode == "local":
@@ -220,9 +236,12 @@ def run_check(
         code = node.get("compiled_code")
         report = ModelReport(node["unique_id"], node.get("original_file_path", ""))
         if code is None:
-            report.findings = [
-                Finding("query", 1, [], ["the model has no compiled code: run `dbt compile`"], unknown=True)
-            ]
+            why = (
+                f"the model has no compiled code in {manifest_path} (a manifest written by a command that did not"
+                " compile it, such as `dbt test` or `dbt run` of other models, or a model that failed to compile):"
+                " run `dbt compile`, or drop --no-compile"
+            )
+            report.findings = [Finding("query", 1, [], [why], unknown=True)]
         else:
             report.findings = analyze_sql(code, catalog, settings)
             unplannable = [refused[r] for r in sorted(referenced_relations(code)) if r in refused] if refused else []
@@ -236,7 +255,7 @@ def run_check(
 
                 report.verification = verify(verify_with, code, report.findings, stated)
         reports.append(report)
-    return Report(settings.engine, reports, time.perf_counter() - started)
+    return Report(settings.engine, reports, time.perf_counter() - started, catalog, settings, catalog_mode)
 
 
 def take_the_plans_verdicts(report: ModelReport, client, code: str, stated: dict[str, str]) -> None:
@@ -303,8 +322,8 @@ def format_text(report: Report) -> str:
     planned = [m for m in report.models if m.verdicts == "plan"]
     if any(m.verdicts for m in report.models):
         lines.append(
-            f"--catalog live: {len(planned)} of {len(report.models)} models planned by Spark, their verdicts"
-            f" the plan's; the static model disagreed on {report.static_disagreements()} findings"
+            f"--catalog {report.catalog_mode}: {len(planned)} of {len(report.models)} models planned by Spark,"
+            f" their verdicts the plan's; the static model disagreed on {report.static_disagreements()} findings"
         )
     return "\n".join(lines)
 

@@ -32,6 +32,9 @@ class RelationInfo:
     # Set when nothing states the relation's bucketing (a reason code): the
     # checker then answers unknown, never "not bucketed".
     unknown: str | None = None
+    # The spec the project declares for it (a model's config, a source's meta.spark_bucketing), whatever the
+    # catalog now says: an evolved table, or one another tool rewrote, is declared bucketed and read unbucketed.
+    declared: BucketSpec | None = None
 
     @property
     def evolving(self) -> bool:
@@ -127,6 +130,7 @@ def catalog_from_manifest_file(manifest_path: Path) -> Catalog:
                 built_by_package=str(config.get("materialized")) in ("bucketed_table", "bucketed_incremental"),
                 complete=bool(documented),
                 unknown=UNKNOWN_BUCKETING if unstated else None,
+                declared=bucket,
             )
         )
     return catalog
@@ -178,6 +182,7 @@ def catalog_to_json(catalog: Catalog) -> dict:
             "built_by_package": info.built_by_package,
             "complete": info.complete,
             "unknown": info.unknown,
+            "declared": _spec_json(info.declared),
         }
     return out
 
@@ -204,6 +209,7 @@ def catalog_from_json(data: dict) -> Catalog:
                 built_by_package=r["built_by_package"],
                 complete=r["complete"],
                 unknown=r["unknown"],
+                declared=spec(r.get("declared")),
             )
         )
     return catalog

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from spark_bucketing.checker import engines as E
+from spark_bucketing.checker.advice import not_bucketed_text
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.model import Finding, Part
 from spark_bucketing.contracts import CLONE_RATIO_SETTING, SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
@@ -10,12 +11,23 @@ from spark_bucketing.contracts import CLONE_RATIO_SETTING, SORT_ORDERING_SETTING
 
 def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, right: Part | None) -> list[str]:
     out = []
-    for side in finding.sides:
+    for i, side in enumerate(finding.sides):
         if not side.shuffle:
             continue
         rel = side.relation or "this side"
         keys = ", ".join(side.keys)
+        other = (right if i == 0 else left) if finding.kind == "join" else None
         for r in side.reasons:
+            if r == E.HIVE_HASH and other is not None and other.bucketed and other.hash == "spark":
+                # The extension would read this side by Hive's hash: still not the other side's.
+                text = (
+                    f"{rel} uses Hive's hash and the other side Spark's, and two hash families never join bucket by "
+                    f"bucket (the session extension reads {rel} bucketed, by Hive's hash): set bucket_hash='spark' on "
+                    "its model (Hive and Trino then read it unbucketed)"
+                )
+                if text not in out:
+                    out.append(text)
+                continue
             text = {
                 E.HIVE_HASH: f"{rel} uses Hive's hash, which stock Spark never reads as bucketed: enable the "
                 "session extension (spark-bucketing extension; for a table this package did not build, with "
@@ -33,8 +45,7 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 "the table unbucketed, as stock Spark does: bucket it by a column of another type",
                 E.SPARK_HASH_IN_TRINO: f"{rel} uses Spark's hash, which Trino reads as unbucketed: "
                 "set bucket_hash='hive' if Trino is the reader that matters",
-                E.NOT_BUCKETED: f"materialize {rel} with bucketed_table, clustered_by=[{keys}]"
-                + (f", buckets={left.num if left else right.num}" if (left or right) else ""),
+                E.NOT_BUCKETED: not_bucketed_text(rel, side.keys, (left or right).num if (left or right) else None),
                 E.KEYS_NOT_BUCKET_COLUMNS: f"join or group {rel} on its bucket columns, or bucket it by ({keys})",
                 E.KEYS_SUPERSET: f"join on exactly the bucket columns of {rel}, or set "
                 "spark.sql.requireAllClusterKeysForCoPartition=false" + _superset_hint(settings, left, right),
@@ -48,7 +59,8 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 "bucketed table",
                 E.AGGREGATE: "an aggregation on other columns loses bucketing: group by the bucket columns, or "
                 "bucket the aggregated model",
-                E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count" + _coalescing_hint(settings),
+                E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count"
+                + _coalescing_hint(settings, left, right),
                 E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
                 E.MIXED_PARTITION_SPECS: f"the partitions of {rel} this query reads were written with different "
                 "bucket specs: backfill them with one spec"
@@ -61,8 +73,8 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 "partitions this query reads share one spec, but stock engines use the table's declaration; "
                 "backfill the older partitions (or drop them) so the table converges, or enable the session "
                 "extension (spark-bucketing extension), which reads them by the spec they share",
-                E.UNKNOWN_RELATION: f"{rel} is not in the catalog: build it, add it to the project, "
-                "or use --catalog live",
+                E.UNKNOWN_RELATION: f"{rel} is not in the catalog: build it (`dbt run`), declare it as a dbt "
+                "model or source, or check its name",
                 E.UNKNOWN_BUCKETING: f"nothing states how {rel} is bucketed: declare it in the source's "
                 "meta.spark_bucketing, or use --catalog live",
             }.get(r)
@@ -91,11 +103,21 @@ def _superset_hint(settings: EngineSettings, left: Part | None, right: Part | No
     return f", or set {SUPERSET_KEYS_SWITCH}=true where the bucket columns are not skewed"
 
 
-def _coalescing_hint(settings: EngineSettings) -> str:
+def _coalescing_hint(settings: EngineSettings, left: Part | None, right: Part | None) -> str:
+    """The other ways to join two bucket counts, each offered only where it works: a setting only where these
+    two counts qualify for it, else the counts that would."""
     ratio = settings.max_bucket_ratio
+    # Coalescing and cloning take two bucketed scans: a join's or an aggregate's output is neither.
+    scans = [p for p in (left, right) if p is not None and p.bucketed and p.scan]
+    counts = sorted(p.num for p in scans)
+    lo, hi = (counts[0], counts[-1]) if len(counts) == 2 else (None, None)
     if settings.extension:
-        if not settings.adaptive:
-            return ", or turn spark.sql.adaptive.enabled back on: the extension then joins counts with a common divisor"
+        adaptive = EngineSettings(settings.engine, {**settings.conf, "spark.sql.adaptive.enabled": "true"})
+        if not settings.adaptive and lo and E.joined_count(lo, hi, True, "spark", adaptive) is not None:
+            return (
+                f", or turn spark.sql.adaptive.enabled back on: the extension then joins {lo} and {hi} buckets"
+                " (a common divisor, or one a multiple of the other)"
+            )
         return (
             f", or counts with a common divisor g each at most {ratio} times g "
             "(spark.sql.bucketing.coalesceBucketsInJoin.maxBucketRatio): the extension reads both in g tasks"
@@ -104,4 +126,9 @@ def _coalescing_hint(settings: EngineSettings) -> str:
         )
     if settings.coalesce_enabled:
         return ""
-    return f", or set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true (ratio <= {ratio})"
+    if lo and all(p.hash == "spark" for p in scans) and hi % lo == 0 and hi // lo <= ratio:
+        return f", or set spark.sql.bucketing.coalesceBucketsInJoin.enabled=true ({hi} is {hi // lo} times {lo})"
+    return (
+        f", or counts of which one is a multiple of the other by at most {ratio}, with"
+        " spark.sql.bucketing.coalesceBucketsInJoin.enabled=true (two scans of Spark-hash tables)"
+    )

@@ -1,6 +1,6 @@
 """Rule SB01 flags, at the JOIN's line, a join between two
-bucketed relations that will shuffle, using the same checker as
-`spark-bucketing check`.
+bucketed relations that will shuffle, using the same checker and the same
+rule as `spark-bucketing check --fail-on shuffle` (checker/gate.py).
 
 Bucket specs come from a dbt manifest: `manifest` in the rule's config,
 else target/manifest.json of the nearest dbt project above the linted file.
@@ -15,6 +15,7 @@ from sqlfluff.core.rules import BaseRule, LintResult, RuleContext
 from sqlfluff.core.rules.crawlers import RootOnlyCrawler
 
 from spark_bucketing.checker import EngineSettings, analyze_sql
+from spark_bucketing.checker.gate import lost_bucket_join
 from spark_bucketing.checker.relations import Catalog, catalog_from_manifest_file
 
 
@@ -65,11 +66,12 @@ class Rule_SB01(BaseRule):
             return []
         catalog = _catalog(str(manifest), manifest.stat().st_mtime)
         conf = dict(item.split("=", 1) for item in (self.spark_conf or "").split(",") if "=" in item)
-        findings = analyze_sql(templated.templated_str, catalog, EngineSettings(self.engine or "spark", conf))
+        settings = EngineSettings(self.engine or "spark", conf)
+        findings = analyze_sql(templated.templated_str, catalog, settings)
         results = []
         segments = [s for s in context.segment.raw_segments if s.is_code and s.pos_marker]
         for f in findings:
-            if not (f.between_bucketed and not f.shuffle_free):
+            if not lost_bucket_join(f, catalog, settings):  # what `check --fail-on shuffle` fails on
                 continue
             anchor = next((s for s in segments if s.pos_marker.templated_position()[0] == f.line), None)
             if anchor is None:

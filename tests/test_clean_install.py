@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from harness.spark import TEST_JVM_FLAGS
-from spark_bucketing.sparksession import QUIET_LOG4J
 from spark_bucketing.macro_cache import ENV, PRUNED_STAMP
+from spark_bucketing.sparksession import QUIET_LOG4J
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TABLE = "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 400)"

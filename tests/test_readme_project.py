@@ -93,4 +93,3 @@ def test_the_readme_project_builds_on_an_empty_warehouse(tmp_path):
     warns = [line for line in out.splitlines() if " WARN " in line and not any(s in line for s in SPARK_START_UP)]
     assert warns == [], warns
     assert '"level": "ERROR"' not in out
-

@@ -421,7 +421,6 @@ class _Flow:
             sort=sort_state(s.part, s.keys, shuffled.shuffle, self.settings, num) if plain_join else None,
         )
 
-
     def obstacles_behind_the_keys(self, s: JoinSide, other: JoinSide, reasons: list[str]) -> list[str]:
         """What still shuffles a side joined on more than its bucket columns once that is allowed: the other
         side's hash or bucket count. Reported with it, so that the first fix is not taken for the last."""

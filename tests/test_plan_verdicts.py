@@ -97,3 +97,12 @@ def test_what_only_the_plan_has_becomes_findings_at_the_line_naming_it():
     assert agg.kind == "aggregate" and agg.line == 2 and agg.sides[0].shuffle and agg.sides[0].reasons == [PLAN_ONLY]
     assert lookup.line == 3 and (lookup.buckets_read, lookup.buckets) == (1, 8)
     assert lookup.sides[0].reasons == [PLAN_ONLY]
+
+
+def test_a_key_spark_projected_is_named_as_an_expression():
+    """A window over an expression: the plan partitions by `_w0`, Spark's name for the projected expression,
+    which the report showed as the key (issue 83); it says what it is instead."""
+    (f,) = plan_only_findings(
+        "select sum(v) over (partition by lower(k)) from t", [{"kind": "window", "keys": [["_w0"]], "shuffles": [True]}]
+    )
+    assert f.sides[0].keys == ["(an expression)"]

@@ -107,12 +107,22 @@ def plan_only_findings(sql: str, leftover: list[dict]) -> list[Finding]:
             out.append(Finding("lookup", line, [side], buckets=item["buckets"], buckets_read=item["buckets_read"]))
             continue
         sides = [
-            Side(None, keys, False, shuffled, [PLAN_ONLY] if shuffled else [])
+            Side(None, [_readable_key(k) for k in keys], False, shuffled, [PLAN_ONLY] if shuffled else [])
             for keys, shuffled in zip(item["keys"], item["shuffles"], strict=True)
         ]
         line = _line_of(sql, item["keys"][0][0] if item["keys"] and item["keys"][0] else "")
         out.append(Finding(item["kind"], line, sides))
     return out
+
+
+# The names Spark's optimizer gives the expressions it projects for an operator (a window's `_w0`, an
+# aggregate's `_groupingexpression`): no column of the query.
+_INTERNAL = re.compile(r"_w\d+|_groupingexpression\w*|_common_expr_\d+")
+
+
+def _readable_key(key: str) -> str:
+    """A plan's key as the report names it: an expression Spark projected, not its internal name."""
+    return "(an expression)" if _INTERNAL.fullmatch(key) else key
 
 
 def _line_of(sql: str, word: str) -> int:

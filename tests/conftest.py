@@ -141,8 +141,12 @@ FILE_WEIGHTS = {
     "test_hive_bucketing_v2.py": 223,
     "test_incremental.py": 215,
     "test_checker_corpus.py": 170,
-    # Not in that run: dbt's generic adapter classes, three passes (120 s alone, 2026-12-05).
+    # Not in that run (alone, 2026-12-05): dbt's generic adapter classes, three passes (120 s); the README's
+    # project in a process of its own (40 s); a first day's commands in-process (25 s); SB01 on the corpus (11 s).
     "test_no_harm.py": 200,
+    "test_readme_project.py": 70,
+    "test_first_day.py": 45,
+    "test_lint_parity.py": 20,
     # Not in that run: 300 generated queries planned (137 s alone beside two benchmarks, 2026-12-03).
     "test_checker_randomized.py": 150,
     "test_no_loss_nondeterministic.py": 134,

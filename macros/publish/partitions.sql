@@ -302,7 +302,11 @@
   {%- do spark_bucketing.checkpoint('after_write') -%}
   {%- set switched = spark_bucketing.switch_with_own_lock(rels, info, meta, spec, plan, checked, written, location, extension)
       or spark_bucketing.switch_under_lock(rels, info, meta, spec, plan, checked, written, location, extension) -%}
-  {%- if switched.ended -%}{{ return(none) }}{%- endif -%}
+  {%- if switched.ended -%}
+    {#- The switch ended the commit only where converge would declare nothing new (folded_end). -#}
+    {%- if switched.published.declared is none -%}{%- do spark_bucketing.warn_declared_unbucketed(rels, spec) -%}{%- endif -%}
+    {{ return(none) }}
+  {%- endif -%}
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
   {%- do spark_bucketing.converge(rels, spec, switched.published) -%}

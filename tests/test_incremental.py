@@ -12,6 +12,7 @@ from contextlib import redirect_stdout
 import pytest
 
 from harness.dbt_project import failure_text, node_messages
+from harness.spark import extension_on
 from spark_bucketing import cli, plans
 from tests.support.incremental import (
     Expected,
@@ -166,11 +167,17 @@ def test_dropping_the_old_partitions_converges_the_table(spark, dbt_project):
     _dbt_tests(dbt_project, name)
 
 
-def test_an_evolved_table_warns_until_rebuild_repairs_it(spark, dbt_project):
-    """After `evolve` the table is declared unbucketed: the run says so, with the command that repairs it;
-    `rebuild` on the same spec then rewrites every partition with it (it changed nothing, silently: issue 82)."""
+@pytest.mark.parametrize("extension", [False, True], ids=["stock", "extension"])
+def test_an_evolved_table_warns_until_rebuild_repairs_it(spark, dbt_project, extension):
+    """After `evolve` the table is declared unbucketed: the run says so, with the command that repairs it
+    (with the session extension too, whose switch ends the commit itself); `rebuild` on the same spec then
+    rewrites every partition with it (it changed nothing, silently: issue 82)."""
+    with extension_on(spark, extension):
+        _evolve_then_rebuild(spark, dbt_project, f"inc_repair_{'ext' if extension else 'stock'}")
+
+
+def _evolve_then_rebuild(spark, dbt_project, name):
     expected = Expected()
-    name = "inc_repair"
     table = step(spark, dbt_project, name, expected, {"days": [0, 1]})
     log = dbt_project.root / "logs" / "dbt.log"
     log.unlink(missing_ok=True)

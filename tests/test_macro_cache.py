@@ -26,6 +26,10 @@ MACRO = (
 )
 
 
+# dbt-common's own method, also where an earlier dbt command of this process installed the cache (the suite's).
+DBTS = getattr(jinja.TemplateCache.get_node_template, "__wrapped__", jinja.TemplateCache.get_node_template)
+
+
 def node(source: str = MACRO) -> SimpleNamespace:
     return SimpleNamespace(macro_sql=source, name="greet", package_name="test", unique_id="macro.test.greet")
 
@@ -159,7 +163,7 @@ def test_installing_again_replaces_the_directory_and_does_not_stack(tmp_path, co
 
 
 def test_off_installs_nothing(monkeypatch, compiles, tmp_path):
-    dbts = jinja.TemplateCache.get_node_template
+    dbts = DBTS
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     for value in ("off", "OFF", " off "):
         monkeypatch.setenv(macro_cache.ENV, value)
@@ -187,7 +191,7 @@ def test_without_the_variable_the_users_cache_directory_holds_the_macros(monkeyp
 
 
 def test_a_default_directory_that_cannot_be_used_leaves_dbt_as_it_is(monkeypatch, compiles, tmp_path):
-    dbts = jinja.TemplateCache.get_node_template
+    dbts = DBTS
     monkeypatch.delenv(macro_cache.ENV, raising=False)
     shared = tmp_path / "shared" / "spark-bucketing" / "macros"
     shared.mkdir(parents=True)
@@ -235,7 +239,7 @@ def warnings(monkeypatch) -> list[str]:
 
 
 def test_a_directory_of_another_user_is_refused_and_its_code_never_runs(monkeypatch, tmp_path, compiles, warnings):
-    dbts = jinja.TemplateCache.get_node_template
+    dbts = DBTS
     theirs = tmp_path / "theirs"
     theirs.mkdir(mode=0o755)
     plant(theirs, uid=NOBODY)
@@ -329,7 +333,7 @@ def test_off_and_macro_debugging_hold_from_the_command_that_sets_them(monkeypatc
     monkeypatch.setenv(macro_cache.ENV, str(cache))
     monkeypatch.delenv(macro_cache.DEBUGGING_ENV, raising=False)
     monkeypatch.setattr(jinja, "MACRO_DEBUGGING", False)
-    dbts = jinja.TemplateCache.get_node_template
+    dbts = DBTS
     assert macro_cache.install_from_environment() == cache
     monkeypatch.setenv(macro_cache.ENV, "off")
     assert macro_cache.install_from_environment() is None

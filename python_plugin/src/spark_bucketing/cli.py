@@ -6,8 +6,12 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spark_bucketing import hashing
+
+if TYPE_CHECKING:  # the checker is imported by the command that uses it: `spark-bucketing` starts fast
+    from spark_bucketing.checker.project import Report
 
 
 def _parse_value(text: str, type_name: str):
@@ -184,10 +188,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     return gate(report, set(args.fail_on or []), args.allow_unchecked)
 
 
-def gate(report, fail_on: set[str], allow_unchecked: bool) -> int:
-    """The exit code of `check` (docs/checker.md, "Exit codes"): 1 where a --fail-on condition holds, or where
-    --fail-on is given and a selected model was not checked (unless --allow-unchecked): a gate that checked
-    nothing must not pass. Says why on stderr."""
+def gate(report: Report, fail_on: set[str], allow_unchecked: bool) -> int:
+    """The exit code of `check` (docs/checker.md, "The gate: --fail-on and exit codes"): 1 where a --fail-on
+    condition holds, or where --fail-on is given and a selected model was not checked (unless
+    --allow-unchecked): a gate that checked nothing must not pass. Says why on stderr."""
     failures = []
     if "shuffle" in fail_on:
         failures += [

@@ -7,15 +7,9 @@ from __future__ import annotations
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.relations import Catalog
+from spark_bucketing.checker.suggestions import not_bucketed_text
 
 GUESS = "a relation or column is unknown to the catalog; the verdict is a guess"
-
-
-def not_bucketed_text(relation: str, keys: list[str], buckets: int | None) -> str:
-    """The NOT_BUCKETED suggestion (suggestions.py makes it; refine() finds it by this text)."""
-    return f"materialize {relation} with bucketed_table, clustered_by=[{', '.join(keys)}]" + (
-        f", buckets={buckets}" if buckets else ""
-    )
 
 
 def refine(findings: list[Finding], catalog: Catalog) -> None:
@@ -24,8 +18,9 @@ def refine(findings: list[Finding], catalog: Catalog) -> None:
             info = catalog.get(side.relation) if side.relation else None
             if info is None or E.NOT_BUCKETED not in side.reasons:
                 continue
-            prefix = f"materialize {side.relation} with bucketed_table, clustered_by=["
-            old = next((s for s in f.suggestions if s.startswith(prefix)), None)
+            # suggestions.py's NOT_BUCKETED text, with or without its count.
+            made = not_bucketed_text(side.relation, side.keys, None)
+            old = next((s for s in f.suggestions if s.startswith(made)), None)
             if old is None:
                 continue
             if info.declared is not None and info.bucket is None:
@@ -38,8 +33,7 @@ def refine(findings: list[Finding], catalog: Catalog) -> None:
             else:
                 partition = {p.lower() for p in info.partition_by}
                 keys = [k for k in side.keys if k.lower() not in partition]
-                buckets = old.rsplit("buckets=", 1)[1] if "buckets=" in old else None
-                new = not_bucketed_text(side.relation, keys, int(buckets) if buckets else None) if keys else None
+                new = old.replace(made, not_bucketed_text(side.relation, keys, None), 1) if keys else None
                 if new and len(keys) < len(side.keys):
                     dropped = ", ".join(sorted(partition & {k.lower() for k in side.keys}))
                     new += f" (not its partition columns {dropped}: a partition column cannot be a bucket column;"

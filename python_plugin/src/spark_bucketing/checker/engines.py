@@ -206,7 +206,7 @@ def usable_spec(
     if spec is None:
         return False, [NOT_BUCKETED]
     if settings.engine == "spark":
-        if spec.hash != "spark" and not settings.extension:
+        if not reads_hash(spec, settings):
             return False, [HIVE_HASH]
         if spec.hash != "spark" and not (built_by_package or settings.foreign_tables):
             return False, [FOREIGN_TABLE]
@@ -217,11 +217,20 @@ def usable_spec(
         if not settings.bucketing_enabled:
             return False, [BUCKETING_DISABLED]
         return True, []
-    if spec.hash != "hive":
+    if not reads_hash(spec, settings):
         return False, [SPARK_HASH_IN_TRINO]
     if any(t and t.lower().startswith(TRINO_UNBUCKETABLE_TYPES) for t in key_types):
         return False, [TRINO_KEY_TYPE]
     return True, []
+
+
+def reads_hash(spec: BucketSpec, settings: EngineSettings) -> bool:
+    """Whether the engine reads a table of this spec's hash family as bucketed, nothing else considered: Spark
+    its own hash, and Hive's through the session extension; Trino Hive's. usable_spec's first rule, and the
+    gate's (gate.py)."""
+    if settings.engine == "spark":
+        return spec.hash == "spark" or settings.extension
+    return spec.hash == "hive"
 
 
 def hive_readable_type(type_name: str, version: int) -> bool:

@@ -8,17 +8,10 @@ without the extension shuffle by design (their buckets are for Hive and Trino): 
 
 from __future__ import annotations
 
-from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.engines import EngineSettings, reads_hash
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.relations import Catalog
 from spark_bucketing.metadata import BucketSpec
-
-
-def readable(spec: BucketSpec, settings: EngineSettings) -> bool:
-    """Whether the engine reads a table of this spec as bucketed, its hash family alone considered."""
-    if settings.engine == "trino":
-        return spec.hash == "hive"
-    return spec.hash == "spark" or settings.extension
 
 
 def declared_spec(relation: str | None, catalog: Catalog) -> BucketSpec | None:
@@ -37,14 +30,4 @@ def lost_bucket_join(finding: Finding, catalog: Catalog, settings: EngineSetting
     specs = [None if s.bucketed else declared_spec(s.relation, catalog) for s in finding.sides]
     if not all(s.bucketed or spec is not None for s, spec in zip(finding.sides, specs, strict=True)):
         return False
-    return any(s.bucketed or readable(spec, settings) for s, spec in zip(finding.sides, specs, strict=True))
-
-
-def declared_but_unbucketed(finding: Finding, catalog: Catalog) -> list[str]:
-    """The sides' relations the project declares bucketed that the catalog reads unbucketed."""
-    out = []
-    for s in finding.sides:
-        info = catalog.get(s.relation) if s.relation else None
-        if info is not None and info.declared is not None and info.bucket is None and not s.bucketed:
-            out.append(info.name)
-    return out
+    return any(s.bucketed or reads_hash(spec, settings) for s, spec in zip(finding.sides, specs, strict=True))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from spark_bucketing.checker import engines as E
-from spark_bucketing.checker.advice import not_bucketed_text
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.model import Finding, Part
 from spark_bucketing.contracts import CLONE_RATIO_SETTING, SORT_ORDERING_SETTING, SUPERSET_KEYS_SWITCH
@@ -18,18 +17,13 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
         keys = ", ".join(side.keys)
         other = (right if i == 0 else left) if finding.kind == "join" else None
         for r in side.reasons:
-            if r == E.HIVE_HASH and other is not None and other.bucketed and other.hash == "spark":
-                # The extension would read this side by Hive's hash: still not the other side's.
-                text = (
-                    f"{rel} uses Hive's hash and the other side Spark's, and two hash families never join bucket by "
-                    f"bucket (the session extension reads {rel} bucketed, by Hive's hash): set bucket_hash='spark' on "
-                    "its model (Hive and Trino then read it unbucketed)"
-                )
-                if text not in out:
-                    out.append(text)
-                continue
             text = {
-                E.HIVE_HASH: f"{rel} uses Hive's hash, which stock Spark never reads as bucketed: enable the "
+                # The extension would read this side by Hive's hash: still not a Spark-hash other side's.
+                E.HIVE_HASH: f"{rel} uses Hive's hash and the other side Spark's, and two hash families never join "
+                f"bucket by bucket (the session extension reads {rel} bucketed, by Hive's hash): set "
+                "bucket_hash='spark' on its model (Hive and Trino then read it unbucketed)"
+                if other is not None and other.bucketed and other.hash == "spark"
+                else f"{rel} uses Hive's hash, which stock Spark never reads as bucketed: enable the "
                 "session extension (spark-bucketing extension; for a table this package did not build, with "
                 "spark_bucketing.extension.foreignTables=true), or set bucket_hash='spark' on its model if Spark is "
                 "the reader that matters (Hive/Trino then read it unbucketed)",
@@ -87,6 +81,13 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
             f"{SORT_ORDERING_SETTING}=true and the sort-merge join skips its Sort"
         )
     return out
+
+
+def not_bucketed_text(relation: str, keys: list[str], buckets: int | None) -> str:
+    """The NOT_BUCKETED suggestion; advice.py finds it by this text (without the count) to refine it."""
+    return f"materialize {relation} with bucketed_table, clustered_by=[{', '.join(keys)}]" + (
+        f", buckets={buckets}" if buckets else ""
+    )
 
 
 def _superset_hint(settings: EngineSettings, left: Part | None, right: Part | None) -> str:

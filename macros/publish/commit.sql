@@ -147,13 +147,15 @@
     {%- set rec = state.meta.partitions.get(s.path) if s.path in state.scope.catalog else none -%}
     {%- if plan.written and s.path in state.scope.catalog -%}
       {%- if rec is none or not spark_bucketing.same_spec(rec, spec_rec) or rec.get('appended', 0) + 2 > spec.get('max_files_per_bucket', 1) -%}
-        {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append adds files to, was written by another run since this run"
-            ~ " planned, and cannot take one more file per bucket (" ~ ('no record' if rec is none else 'files per bucket: ' ~ (rec.get('appended', 0) + 1)) ~ ")"}) -%}
+        {%- set why = 'it has no record' if rec is none else ('its record is of another bucket spec' if not spark_bucketing.same_spec(rec, spec_rec)
+            else 'it holds ' ~ (rec.get('appended', 0) + 1) ~ ' files per bucket of max_files_per_bucket ' ~ spec.get('max_files_per_bucket', 1)) -%}
+        {%- do out.update({'conflict': "another run committed partition " ~ s.path ~ " since this run planned, and it cannot take one more"
+            ~ " file per bucket from this append: " ~ why}) -%}
       {%- endif -%}
       {%- do out.paths.append(s.path) -%}
     {%- elif spark_bucketing.values_key(s['values'], spec.partition_by) in plan.added -%}
       {%- if rec is none -%}
-        {%- do out.update({'conflict': "partition " ~ s.path ~ ", which this append adds files to, is no longer listed or recorded"}) -%}
+        {%- do out.update({'conflict': "another run committed partition " ~ s.path ~ " since this run planned: it is no longer listed or recorded, and this append adds files to it"}) -%}
       {%- endif -%}
       {%- do out.paths.append(s.path) -%}
     {%- endif -%}

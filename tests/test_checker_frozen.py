@@ -112,8 +112,9 @@ def test_a_literal_past_its_columns_range_is_an_empty_scan_or_an_unknown_lookup_
     """A bigint literal compared with an int bucket column (through a cast): it stands for no value of the
     column and cannot be hashed as one (Hive v2 packs an int in 4 bytes). Where every literal is past the
     range, Spark's optimizer makes the filter false and plans no scan (seen in its plans, for `=` and `<=>`,
-    both signs): no finding. Beside a literal in range (IN), Spark's rewrite is not modelled, so the
-    lookup's buckets are unknown. The checker never fails."""
+    both signs): no finding. Beside a literal in range (IN), the optimizer drops the other
+    (UnwrapCastInBinaryComparison; its plans filter `k = 1` and read one bucket, as the randomized test
+    compares): the lookup reads the bucket of 1. The checker never fails."""
     hash_, version = family
     spec = BucketSpec(hash_, ("k",), 4, version=version)
     table = RelationInfo("s.bv4", {"k": "int", "v": "string"}, spec, built_by_package=True, complete=True)
@@ -124,9 +125,8 @@ def test_a_literal_past_its_columns_range_is_an_empty_scan_or_an_unknown_lookup_
     if " in (" not in where:
         assert findings == [], [f.to_json() for f in findings]
         return
-    # A lookup whose buckets cannot be named says so: no count of buckets read (every bucket would be the count).
     lookups = [f for f in findings if f.kind == "lookup"]
-    assert lookups and all(f.buckets_read is None for f in lookups), [f.to_json() for f in findings]
+    assert lookups and all(f.buckets_read == 1 and not f.unknown for f in lookups), [f.to_json() for f in findings]
 
 
 def test_an_error_in_a_pass_is_an_unknown_finding_not_a_crash(frozen_catalog, monkeypatch):

@@ -18,10 +18,11 @@ from __future__ import annotations
 import copy
 import os
 import random
+from pathlib import Path
 
 import pytest
 
-from harness.spark import session_settings
+from harness.spark import extension_on, session_settings
 from spark_bucketing.checker import analyze_sql
 from spark_bucketing.checker.declared import declare
 from spark_bucketing.checker.engines import SESSION_KEYS
@@ -31,18 +32,21 @@ from spark_bucketing.checker.verify import PlanError, plan_answers, session_valu
 from spark_bucketing.extension import SWITCH
 from spark_bucketing.metadata import SparkClient
 from tests.support.checker_corpus import check_settings
-from tests.support.checker_queries import Gen, S, build_tables, judge
+from tests.support.checker_queries import Gen, build_daily, build_tables, judge
 
 QUERIES = 300
 
 
 @pytest.fixture(scope="module")
-def planned(spark):
-    """The generator's tables, their catalog and the session's settings; planning only, ANSI off (dbt-spark's)."""
-    with session_settings(spark, {"spark.sql.ansi.enabled": "false"}):
+def planned(spark, dbt_project):
+    """The generator's tables (the daily ones the package builds among them), their catalog, the session's
+    settings and the daily tables' names; planning only, ANSI off (dbt-spark's)."""
+    with extension_on(spark):
         client = SparkClient(spark)
         catalog = build_tables(client)
-        yield client, catalog, session_values(client, SESSION_KEYS)
+        daily = build_daily(client, catalog, dbt_project)
+    with session_settings(spark, {"spark.sql.ansi.enabled": "false"}):
+        yield client, catalog, session_values(client, SESSION_KEYS), daily
 
 
 # The suite draws seed 7's queries, which the static model answers as Spark plans them (as seeds 2, 3 and 4);
@@ -58,12 +62,12 @@ def seeded() -> tuple[int, random.Random]:
 
 
 def test_static_verdicts_equal_sparks_plans(planned):
-    client, catalog, session = planned
+    client, catalog, session, daily = planned
     seed, rng = seeded()
     findings = unknown = 0
     wrong, crashes, unplanned = [], [], []
     for i in range(QUERIES):
-        sql = Gen(rng).query()
+        sql = Gen(rng, daily).query()
         conf = {SWITCH: "true" if i % 2 else "false"}
         try:
             found, disagreements, unsure, what = judge(client, catalog, sql, conf, session)
@@ -77,6 +81,8 @@ def test_static_verdicts_equal_sparks_plans(planned):
         unknown += unsure
         if disagreements:
             wrong.append(f"[extension {conf[SWITCH]}] {sql}\n    " + "\n    ".join(what))
+    if os.environ.get("SB_DUMP"):
+        Path(os.environ["SB_DUMP"]).write_text("\n".join(wrong))
     print(f"{QUERIES} queries, {findings} findings, {unknown} unknown, {len(wrong)} disagree, {len(crashes)} crashes")
     assert not crashes, f"SB_SEED={seed}: the checker raised on\n" + "\n".join(crashes[:5])
     assert not wrong, f"SB_SEED={seed}: {len(wrong)} queries' verdicts differ from the plans\n" + "\n".join(wrong[:8])
@@ -108,7 +114,7 @@ FOUND = [
 @pytest.mark.parametrize("sql", FOUND)
 @pytest.mark.parametrize("extension", ["false", "true"])
 def test_queries_seeds_found_answer_as_the_plans(planned, sql, extension):
-    client, catalog, session = planned
+    client, catalog, session, daily = planned
     found, disagreements, unsure, what = judge(client, catalog, sql, {SWITCH: extension}, session)
     assert found and not disagreements and not unsure, what
 
@@ -118,12 +124,12 @@ def test_live_verdicts_are_the_plans(planned):
     taken from its plan (take_the_plans_verdicts, as `check --catalog live` takes them), then checked
     against the plan afresh, as the static ones are above. None differs and
     the plan has nothing they leave out, whatever the static model said."""
-    client, catalog, session = planned
+    client, catalog, session, daily = planned
     seed, rng = seeded()
     corrected = checked = 0
     wrong = []
     for i in range(QUERIES // 3):
-        sql = Gen(rng).query()
+        sql = Gen(rng, daily).query()
         conf = {"spark.sql.ansi.enabled": "false", SWITCH: "true" if i % 2 else "false"}
         report = ModelReport("model.rnd.q", "q.sql", analyze_sql(sql, catalog, check_settings(conf, session)))
         take_the_plans_verdicts(report, client, sql, conf)
@@ -150,28 +156,36 @@ def test_declared_tables_plan_as_the_tables(planned):
     it (columns, partitions, bucket spec, hash family), with no data: each
     generated query planned over those declarations answers every finding as
     the plan over the tables themselves (here in a schema of their own)."""
-    client, catalog, session = planned
-    declared_schema = f"{S}_declared"
-    data = {k.replace(f"{S}.", f"{declared_schema}.", 1): v for k, v in catalog_to_json(catalog).items()}
-    declared = catalog_from_json(data)
+    client, catalog, session, daily = planned
+    # Each schema's tables declared in a schema of its own: rnd's and the package's daily tables'.
+    schemas = {schema: f"{schema}_declared" for schema in sorted({name.split(".")[0] for name in catalog.relations})}
+
+    def declared_name(text: str) -> str:
+        for schema, other in schemas.items():
+            text = text.replace(f"{schema}.", f"{other}.")
+        return text
+
+    def original_name(text: str) -> str:
+        for schema, other in schemas.items():
+            text = text.replace(f"{other}.", f"{schema}.")
+        return text
+
+    declared = catalog_from_json({declared_name(k): v for k, v in catalog_to_json(catalog).items()})
     assert declare(client, declared, set(declared.relations)) == {}
     seed, rng = seeded()
     compared = 0
     for i in range(QUERIES // 3):
-        sql = Gen(rng).query()
+        sql = Gen(rng, daily).query()
         conf = {"spark.sql.ansi.enabled": "false", SWITCH: "true" if i % 2 else "false"}
         findings = analyze_sql(sql, catalog, check_settings(conf, session))
         try:
             tables = plan_answers(client, sql, copy.deepcopy(findings), conf, True)
         except PlanError:
             continue
-        declared_sql = sql.replace(f"{S}.", f"{declared_schema}.")
+        declared_sql = declared_name(sql)
         declared_findings = analyze_sql(declared_sql, declared, check_settings(conf, session))
         other = plan_answers(client, declared_sql, declared_findings, conf, True)
-        leftover = [
-            {**x, "relation": x["relation"].replace(declared_schema, S)} if "relation" in x else x
-            for x in other.leftover
-        ]
+        leftover = [{**x, "relation": original_name(x["relation"])} if "relation" in x else x for x in other.leftover]
         assert (other.results, leftover) == (tables.results, tables.leftover), f"SB_SEED={seed}, query {i}: {sql}"
         compared += 1
     assert compared >= QUERIES // 3 - 1

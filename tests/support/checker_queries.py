@@ -4,8 +4,14 @@ a seeded generator of the shapes people write (joins of two and three
 relations through subqueries and CTEs, renamed, cast and computed keys,
 aggregates, DISTINCT, windows, UNION ALL, outer joins, IN / EXISTS / NOT
 EXISTS, point lookups, broadcast hints) over Spark-hash tables of several
-counts and key types, Hive-format and plain tables; and the judge that
-compares each static finding with the plan as `--catalog live` does."""
+counts and key types, Hive-format and plain tables; with `models=`, also the
+models of a dbt project over daily-partitioned tables (the package's
+Hive-hash v1 and v2 and Spark-hash tables, stock Spark's, plain ones):
+staging CTEs and marts in the jaffle_shop manner, incremental models'
+filters (`day > (select max(day) ...)`), joins and aggregates on the
+bucket key and the day, `using` joins, lookups of a key on a day. And the
+judge that compares each static finding with the plan as `--catalog live`
+does."""
 
 from __future__ import annotations
 
@@ -38,8 +44,10 @@ SHAPES = {
 
 
 class Gen:
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, daily: list[str] | None = None):
+        """`daily`: the daily-partitioned tables (columns k, w, day) models are drawn over; none, no models."""
         self.rng = rng
+        self.daily = daily or []
         self.tags: set[str] = set()
         self.n = 0
 
@@ -75,6 +83,8 @@ class Gen:
 
     def query(self) -> str:
         rng = self.rng
+        if self.daily and rng.random() < 0.5:
+            return self.model()
         kind = rng.choice(["join", "join", "join3", "semi", "agg", "distinct", "window", "lookup"])
         self.tags.add(kind)
         where = f" where {self.lookup('a.k')}" if kind != "lookup" and rng.random() < 0.25 else ""
@@ -105,6 +115,97 @@ class Gen:
             return f"select a.k, row_number() over (partition by a.k order by a.k) as r from {rel} a{where}"
         return f"select * from {rel} a where {self.lookup('a.k')}"
 
+    def day_filter(self, col: str = "day") -> str:
+        rng = self.rng
+        return rng.choice(
+            [
+                f"{col} >= '2024-01-02'",
+                f"{col} = '2024-01-03'",
+                f"{col} between '2024-01-01' and '2024-01-02'",
+                f"{col} > (select max(day) from {rng.choice(self.daily)})",
+                f"{col} >= date_sub(current_date(), 3)",
+            ]
+        )
+
+    def staging(self) -> str:
+        """A staging model's select over a daily table: renamed, filtered, deduplicated or cast."""
+        rng, t = self.rng, self.rng.choice(self.daily)
+        shape = rng.choice(["plain", "plain", "renamed", "filtered", "deduped", "cast", "incremental"])
+        self.tags.add(f"stg_{shape}")
+        return {
+            "plain": f"select k, w, day from {t}",
+            "renamed": f"select id as k, w, day from (select k as id, w, day from {t}) src",
+            "filtered": f"select k, w, day from {t} where {self.day_filter()} and k is not null",
+            "deduped": f"select distinct k, w, day from {t}",
+            "cast": f"select cast(k as bigint) as k, w, day from {t}",
+            "incremental": f"select k, w, day from {t} where day > (select coalesce(max(day), '1900-01-01') from {t})",
+        }[shape]
+
+    def model(self) -> str:
+        """A dbt model over daily tables: CTEs of staging selects and a mart's joins and aggregates."""
+        rng = self.rng
+        kind = rng.choice(
+            ["mart", "mart", "day_join", "day_agg", "using", "counts", "day_window", "day_lookup"]
+            + ["distincts", "day_semi", "day_union"]
+        )
+        self.tags.add(f"model_{kind}")
+        a, b = self.staging(), self.staging()
+        if kind == "mart":
+            how = rng.choice(["join", "left join", "left join", "full join"])
+            self.tags.add(how.replace(" ", "_"))
+            keys = rng.choice(["o.k = t.k", "o.k = t.k and o.day = t.day"])
+            totals = rng.choice(
+                [
+                    "select k, count(*) as n, max(w) as last_w from b group by k",
+                    "select k, day, count(*) as n, max(w) as last_w from b group by k, day",
+                    "select k, count(distinct w) as n, max(day) as last_w from b group by k",
+                ]
+            )
+            if "t.day" in keys and "day," not in totals:
+                keys = "o.k = t.k"
+            tail = rng.choice(["", " where o.w is not null", f" where o.{self.day_filter()}"])
+            return (
+                f"with a as ({a}), b as ({b}), orders as (select k, w, day from a), totals as ({totals})"
+                f" select o.k, o.day, t.n from orders o {how} totals t on {keys}{tail}"
+            )
+        if kind == "day_join":
+            keys = rng.choice(["x.k = y.k and x.day = y.day", "x.day = y.day and x.k = y.k", "x.k = y.k"])
+            where = f"x.{self.day_filter()}"
+            return f"with x as ({a}), y as ({b}) select x.k, x.day, y.w from x join y on {keys} where {where}"
+        if kind == "day_agg":
+            by = rng.choice(["k, day", "day, k", "k"])
+            return f"with x as ({a}) select {by}, count(*) as n, sum(length(w)) as l from x group by {by}"
+        if kind == "using":
+            cols = rng.choice(["k", "k, day"])
+            return f"with x as ({a}), y as ({b}) select k, x.w, y.w as w2 from x join y using ({cols})"
+        if kind == "counts":
+            return f"with x as ({a}) select k, count(distinct day) as days, count(*) as n from x group by k"
+        if kind == "distincts":
+            return rng.choice(
+                [
+                    f"with x as ({a}) select k, count(distinct w) as ws, count(distinct day) as days from x group by k",
+                    f"with x as ({a}) select count(distinct k) as keys from x",
+                    f"with x as ({a}) select day, count(distinct k) as keys from x group by day",
+                ]
+            )
+        if kind == "day_semi":
+            op = rng.choice(["exists", "not exists", "in"])
+            ctes = f"with x as ({a}), y as ({b})"
+            if op == "in":
+                return f"{ctes} select * from x where k in (select k from y where {self.day_filter()})"
+            return f"{ctes} select * from x where {op} (select 1 from y where y.k = x.k and y.day = x.day)"
+        if kind == "day_union":
+            by = rng.choice(["k, day", "k"])
+            return (
+                f"with x as ({a}), y as ({b}), u as (select k, w, day from x union all select k, w, day from y)"
+                f" select {by}, count(*) as n from u group by {by}"
+            )
+        if kind == "day_window":
+            part = rng.choice(["k", "k, day", "day"])
+            return f"with x as ({a}) select k, day, row_number() over (partition by {part} order by w) as r from x"
+        t = rng.choice(self.daily)
+        return f"select * from {t} where {self.lookup('k')} and day = '2024-01-0{rng.randint(1, 3)}'"
+
 
 def build_tables(client: SparkClient) -> Catalog:
     client.query(f"create database if not exists {S}")
@@ -121,6 +222,43 @@ def build_tables(client: SparkClient) -> Catalog:
     for name in TABLES:
         catalog.add(relation_from_live(client, f"{S}.{name}"))
     return catalog
+
+
+# Daily-partitioned tables (k int, w string, day string) stock Spark creates: bucketed on k, and plain.
+DAILY_STOCK = {"pd8": "clustered by (k) into 8 buckets", "pd4": "clustered by (k) into 4 buckets", "pp": None}
+# Daily-partitioned tables the package builds (bucketed_table, the extension on): each hash family and version.
+DAILY_PACKAGE = {
+    "hv1": {"bucket_hash": "hive", "buckets": 8},
+    "hv2": {"bucket_hash": "hive", "bucketing_version": 2, "buckets": 8},
+    "hv4": {"bucket_hash": "hive", "buckets": 4, "sorted_by": ["k"]},
+    "sk8": {"bucket_hash": "spark", "buckets": 8, "sorted_by": ["k"]},
+}
+DAILY_ROWS = (
+    "select cast(id % 50 as int) as k, cast(id as string) as w,"
+    " concat('2024-01-0', cast(id % 3 + 1 as string)) as day from range(0, 150)"
+)
+
+
+def build_daily(client: SparkClient, catalog: Catalog, dbt_project=None) -> list[str]:
+    """The daily tables, added to `catalog`: stock Spark's in S, and, given a
+    dbt project (run in this process, the extension on), the package's in
+    its schema. Returns their names."""
+    names = []
+    for name, bucketing in DAILY_STOCK.items():
+        client.query(f"drop table if exists {S}.{name}")
+        layout = f"using parquet partitioned by (day) {bucketing or ''}"
+        client.query(f"create table {S}.{name} (k int, w string, day string) {layout}")
+        client.query(f"insert into {S}.{name} {DAILY_ROWS}")
+        names.append(f"{S}.{name}")
+    if dbt_project is not None:
+        for name, config in DAILY_PACKAGE.items():
+            config = {"materialized": "bucketed_table", "clustered_by": "k", "partition_by": "day", **config}
+            dbt_project.write_model(name, DAILY_ROWS, config)
+        dbt_project.run(*DAILY_PACKAGE)
+        names += [f"{dbt_project.schema}.{name}" for name in DAILY_PACKAGE]
+    for name in names:
+        catalog.add(relation_from_live(client, name))
+    return names
 
 
 def judge(

@@ -44,10 +44,12 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
         if query is None:
             return []
         lookups = lookup_findings(query, catalog, settings)
-        scans = scan_outputs(query, catalog, settings)
+        scans = scan_outputs(query, catalog, settings, lookups.scan_filters)
         for table in lookups.never_true:
             scans[table] = replace(scans[table], empty=True)
-        findings, vanished = join_and_grouping_findings(query, scans, settings, lookups.crossed_types, lookups.widened)
+        findings, vanished = join_and_grouping_findings(
+            query, scans, settings, lookups.crossed_types, lookups.widened, lookups.emptied_sources
+        )
         findings += [f for table, f in lookups.findings.items() if table not in vanished]
     except Exception as err:  # a query the passes do not handle: its verdict is unknown, the others still reported
         why = f"the checker could not analyse this query ({type(err).__name__}: {err}); please report it with the query"

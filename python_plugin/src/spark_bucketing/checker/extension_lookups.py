@@ -20,6 +20,7 @@ from spark_bucketing.checker.literals import (
     LITERAL_TYPE,
     NOT_PRUNABLE,
     OR_OTHER,
+    OUT_OF_RANGE,
     literal_value,
     on_column,
     typed,
@@ -135,4 +136,5 @@ def _values(i: int, pairs: list[tuple[str, exp.Expression]], col_type: str, reas
     if any(v is CASTS_COLUMN for v in values):
         reasons.append(LITERAL_TYPE)
         return ANYTHING
-    return [{i: frozenset(values)}]
+    # A literal past the column's range stands for no value: the optimizer drops it (literals.OUT_OF_RANGE).
+    return [{i: frozenset(v for v in values if v is not OUT_OF_RANGE)}]

@@ -52,15 +52,18 @@ def join_and_grouping_findings(
     settings: EngineSettings,
     crossed_types: set[int] | None = None,
     widened: set[tuple[int, str]] | None = None,
+    emptied: set[tuple[int, str]] | None = None,
 ) -> tuple[list[Finding], set[int]]:
     """The findings of the operators the plan has, and the scans (id() of
     their table nodes) it does not have (empty.py). `crossed_types`: the
     blocks whose joins' verdicts are unknown; `widened`: the UNION columns
-    whose branches differ in type (lookups.py, ScanLookups)."""
+    whose branches differ in type; `emptied`: the derived sources a
+    never-true filter above them empties (lookups.py, ScanLookups)."""
     flow = _Flow(scans, settings, needed_outputs(query), redundant_aggregates(query))
     flow.filtered_unions = filtered_unions(query)
     flow.crossed_types = crossed_types or set()
     flow.widened = widened or set()
+    flow.emptied = emptied or set()
     if flow.output(query.root).empty:
         flow.vanished.block(query.root)
     for block in query.blocks:  # blocks no other block reads (e.g. scalar subqueries)
@@ -96,6 +99,7 @@ class _Flow:
         self.filtered_unions: set[int] = set()  # UNION ALL blocks a filter reaches (partitioning.py)
         self.crossed_types: set[int] = set()  # blocks whose joins' verdicts are unknown (ScanLookups)
         self.widened: set[tuple[int, str]] = set()  # UNION columns of branches of several types (ScanLookups)
+        self.emptied: set[tuple[int, str]] = set()  # derived sources a never-true filter empties (ScanLookups)
 
     def output(self, block: Block) -> Output:
         if id(block) not in self._outputs:
@@ -114,7 +118,11 @@ class _Flow:
     def source_outputs(self, block: Block) -> dict[str, Output]:
         out = {}
         for alias, source in block.sources.items():
-            if source.block is not None:
+            if source.block is not None and (id(block), alias) in self.emptied:
+                self.output(source.block)
+                self.vanished.block(source.block)
+                out[alias] = replace(self.output(source.block), empty=True)
+            elif source.block is not None:
                 out[alias] = self.output(source.block)
             elif source.table is not None:
                 out[alias] = self.scans[id(source.table)]
@@ -215,9 +223,10 @@ class _Flow:
         if id(block) in self.redundant:
             # The reader's aggregation groups this block's input: no operator here, the partitioning passes.
             return project(select, sources, part, single=len(acc_aliases) == 1, unknown=unknown)
-        if part is not None and (select.args.get("group") is not None or select.args.get("distinct") or windows):
+        groupings = block_groupings(select, windows)
+        if part is not None and (select.args.get("group") is not None or groupings):
             part = replace(part, scan=False)
-        for grouping in block_groupings(select, windows):
+        for grouping in groupings:
             part, finding = judge_grouping(grouping, part, sources, self.settings)
             self.findings.append(finding)
         return project(select, sources, part, single=len(acc_aliases) == 1, unknown=unknown)

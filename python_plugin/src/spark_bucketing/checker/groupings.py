@@ -3,7 +3,7 @@ partitioning already clusters it, and the partitioning it leaves."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlglot import exp
 
@@ -24,20 +24,49 @@ class Grouping:
     exprs: list[exp.Expression]  # the grouping keys
     # Whatever shuffles leaves its keys' partitioning (a window's operator states its input's, the Exchange's).
     changes_partitioning: bool = True
+    # Over Spark's Expand of the rows (aggregates of several DISTINCT lists), or over what grouped them: it
+    # shuffles whatever the input's partitioning. `grouping_id`: it groups the expanded rows, also by their gid.
+    expanded: bool = False
+    grouping_id: bool = False
 
 
 def block_groupings(select: exp.Select, windows: list[exp.Window]) -> list[Grouping]:
-    """The block's GROUP BY or DISTINCT, then its `windows` (block_windows), in the order Spark plans them."""
+    """The block's GROUP BY or DISTINCT, then its `windows` (block_windows), in the order Spark plans them.
+    An aggregate of one DISTINCT argument list (`count(distinct day)`) is two to Spark (AggUtils'
+    planAggregateWithOneDistinct): one grouped by the GROUP BY's keys and those arguments, then the GROUP BY's."""
     out = []
     group = select.args.get("group")
-    if group is not None and group.expressions:
-        out.append(Grouping("aggregate", group, group.expressions))
+    keys = list(group.expressions) if group is not None else []
+    distinct = _distinct_arguments(select)
+    if distinct is not None:
+        node, arguments, lists = distinct
+        out.append(Grouping("aggregate", node, keys + arguments, expanded=lists > 1, grouping_id=lists > 1))
+    if keys:
+        out.append(Grouping("aggregate", group, keys, expanded=distinct is not None and distinct[2] > 1))
     elif select.args.get("distinct"):
         out.append(Grouping("distinct", select, [p.unalias() for p in select.expressions]))
     for window in windows:
         if window.args.get("partition_by"):
             out.append(Grouping("window", window, window.args["partition_by"]))
     return out
+
+
+def _distinct_arguments(select: exp.Select) -> tuple[exp.Expression, list[exp.Expression], int] | None:
+    """The block's DISTINCT aggregates: the first one (where the finding points), the columns of their argument
+    lists (each once) and how many lists differ; None where there are none."""
+    found = [
+        d
+        for d in select.find_all(exp.Distinct)
+        if d is not select.args.get("distinct") and isinstance(d.parent, exp.AggFunc) and _in_block(d, select)
+    ]
+    if not found:
+        return None
+    arguments: dict[str, exp.Expression] = {}
+    for d in found:
+        for e in d.expressions:
+            arguments.setdefault(e.sql("spark"), e)
+    lists = {tuple(e.sql("spark") for e in d.expressions) for d in found}
+    return found[0], list(arguments.values()), len(lists)
 
 
 def block_windows(select: exp.Select) -> list[exp.Window]:
@@ -50,11 +79,16 @@ def judge_grouping(
     only = next(iter(sources)) if len(sources) == 1 else None
     keys = [key_of(e, only) for e in g.exprs]
     plain = [k for k in keys if isinstance(k, tuple)]
-    ok = part is not None and any(set(opt) <= set(plain) for opt in part.options)
+    # Spark's Expand states no partitioning: what its rows are grouped by is shuffled, whatever the input's.
+    ok = not g.expanded and part is not None and any(set(opt) <= set(plain) for opt in part.options)
     aliases = sorted({k[0] for k in plain}) or list(sources)
     desc = describe_keys(aliases, keys, sources)
     reasons: list[str] = []
-    if not ok:
+    if g.expanded:
+        reasons = [E.DISTINCT_EXPAND]
+        if g.grouping_id:  # named gid in the plan
+            desc = replace(desc, local=[*desc.local, "gid"])
+    elif not ok:
         if part is None:
             reasons = [n for n in desc.notes if n not in (E.KEY_CAST, E.KEY_EXPRESSION)] or [E.NOT_BUCKETED]
         else:

@@ -112,3 +112,34 @@ def literal_value(e) -> str | None:
     if isinstance(e, exp.Cast) and isinstance(e.this, exp.Literal):
         return e.this.this
     return None
+
+
+def today_relative(e) -> dt.date | None:
+    """`current_date()`, or a whole number of days added to or taken from it
+    (`date_sub(current_date(), 3)`, `date_add(current_date(), 1)`), as the
+    date it is today: Spark's optimizer folds it to a literal
+    (ComputeCurrentTime) before it prunes partitions or propagates constants."""
+    e = e.unnest() if isinstance(e, exp.Paren) else e
+    if isinstance(e, exp.CurrentDate) and not e.args.get("this"):
+        return dt.date.today()
+    unit = e.args.get("unit")
+    if isinstance(e, exp.TsOrDsAdd | exp.DateAdd | exp.DateSub) and (unit is None or unit.name.upper() == "DAY"):
+        base = today_relative(e.this)
+        days = _whole_number(e.expression)
+        if base is None or days is None:
+            return None
+        return base - dt.timedelta(days=days) if isinstance(e, exp.DateSub) else base + dt.timedelta(days=days)
+    return None
+
+
+def _whole_number(e) -> int | None:
+    e = e.unnest() if isinstance(e, exp.Paren) else e
+    if isinstance(e, exp.Literal) and not e.is_string and e.this.lstrip("-").isdigit():
+        return int(e.this)
+    if isinstance(e, exp.Neg):
+        inner = _whole_number(e.this)
+        return None if inner is None else -inner
+    if isinstance(e, exp.Mul):
+        a, b = _whole_number(e.this), _whole_number(e.expression)
+        return None if a is None or b is None else a * b
+    return None

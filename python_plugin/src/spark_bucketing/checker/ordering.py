@@ -16,19 +16,24 @@ SETTING = SORT_ORDERING_SETTING
 
 
 def scan_order(
-    info: RelationInfo, spec: BucketSpec, read: list[PartitionRecord], alias: str
+    info: RelationInfo, spec: BucketSpec, read: list[PartitionRecord], alias: str, exact: bool = True
 ) -> tuple[tuple | None, int]:
     """The (alias, column) order each bucket's files hold rows in (() for
-    none, None when the files are not known: no partition records), and how
-    many files a bucket spans: one per selected partition."""
-    if not info.partitions:
+    none, None when the files are not known: no partition records, or the
+    partitions read not known, `exact` false), and how many files a bucket
+    spans: one per selected partition."""
+    if not info.partitions or (info.partition_by and spec.sorted_by and not exact):
         return None, 1
     if not spec.sorted_by:
         return (), 1
     records = read if info.partition_by else info.partitions
-    if not records or any(r.spec.key() != spec.key() or r.files > spec.buckets for r in records):
+    order = tuple((alias, c.lower()) for c in spec.sorted_by)
+    if not records:
+        # No partition read: no bucket holds a file, and the scan states the order.
+        return (order, 0) if info.partition_by else ((), 1)
+    if any(r.spec.key() != spec.key() or r.files > spec.buckets for r in records):
         return (), 1
-    return tuple((alias, c.lower()) for c in spec.sorted_by), len(records)
+    return order, len(records)
 
 
 def required_order(part: Part, keys: list) -> tuple:

@@ -4,6 +4,8 @@ with the extension, the spec the partitions it reads share), or why not."""
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.blocks import Block, Query, Source
 from spark_bucketing.checker.engines import EngineSettings
@@ -14,17 +16,22 @@ from spark_bucketing.checker.relations import Catalog, RelationInfo, normalize_n
 from spark_bucketing.metadata import PartitionRecord
 
 
-def scan_outputs(query: Query, catalog: Catalog, settings: EngineSettings) -> dict[int, Output]:
-    """{id() of a table node: what its scan outputs}, for every base relation every block reads."""
+def scan_outputs(
+    query: Query, catalog: Catalog, settings: EngineSettings, filters: dict[int, list[exp.Expression]]
+) -> dict[int, Output]:
+    """{id() of a table node: what its scan outputs}, for every base relation every block reads.
+    `filters`: per scan, the conjuncts that reach it (lookups.py); a scan not in it, its block's WHERE."""
     return {
-        id(source.table): scan_output(source, block, catalog, settings)
+        id(source.table): scan_output(source, block, catalog, settings, filters.get(id(source.table)))
         for block in query.blocks
         for source in block.sources.values()
         if source.table is not None
     }
 
 
-def scan_output(source: Source, block: Block, catalog: Catalog, settings: EngineSettings) -> Output:
+def scan_output(
+    source: Source, block: Block, catalog: Catalog, settings: EngineSettings, filters: list | None = None
+) -> Output:
     name = source.name
     info = catalog.get(name)
     if info is None or info.unknown:
@@ -40,7 +47,12 @@ def scan_output(source: Source, block: Block, catalog: Catalog, settings: Engine
     types = dict(info.columns)
     base = {c: (info.name, c) for c in types}
     alias = source.table.alias_or_name
-    read = partitions_read(info, alias, block.node)
+    # The block's own WHERE too: the conjuncts lookups.py leaves out (a scalar subquery's) still prune.
+    where = block.node.args.get("where") if isinstance(block.node, exp.Select) else None
+    own = list(where.this.flatten()) if where is not None and isinstance(where.this, exp.And) else []
+    own = own or ([where.this] if where is not None else [])
+    known = {f.sql() for f in filters or []}
+    read, exact = partitions_read(info, alias, [*(filters or []), *(f for f in own if f.sql() not in known)])
     shared = None
     if info.bucket is None and info.partitions and settings.engine == "spark" and settings.extension:
         # The extension reads a table declared unbucketed by the spec its selected partitions share.
@@ -52,7 +64,7 @@ def scan_output(source: Source, block: Block, catalog: Catalog, settings: Engine
         reasons = list(reasons) + _evolution_reasons(info, read)
     part = None
     if ok:
-        order, files = scan_order(info, spec, read, alias)
+        order, files = scan_order(info, spec, read, alias, exact)
         part = Part(
             options=[tuple((alias, c.lower()) for c in spec.clustered_by)],
             num=spec.buckets,

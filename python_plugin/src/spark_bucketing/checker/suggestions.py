@@ -53,6 +53,9 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 "bucketed table",
                 E.AGGREGATE: "an aggregation on other columns loses bucketing: group by the bucket columns, or "
                 "bucket the aggregated model",
+                E.DISTINCT_EXPAND: "aggregates of DISTINCT over different columns make Spark copy each row once per "
+                "list (an Expand), which loses the bucketing: aggregate one DISTINCT list per query block (one CTE "
+                "each, grouped by the same keys) and join them on those keys",
                 E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count"
                 + _coalescing_hint(settings, left, right),
                 E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",

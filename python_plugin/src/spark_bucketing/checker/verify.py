@@ -11,7 +11,15 @@ from dataclasses import dataclass
 
 from spark_bucketing.checker.engines import SPARK_VERSION
 from spark_bucketing.checker.model import Finding
-from spark_bucketing.checker.plan_text import Node, bracket_groups, key_names, parse_plan, scan_table, selected_buckets
+from spark_bucketing.checker.plan_text import (
+    Node,
+    bracket_groups,
+    key_names,
+    parse_plan,
+    scan_table,
+    selected_buckets,
+    split_top,
+)
 from spark_bucketing.contracts import SORT_ORDERING_SETTING
 from spark_bucketing.extension import SWITCH
 
@@ -20,6 +28,8 @@ AGGREGATES = ("HashAggregate", "SortAggregate", "ObjectHashAggregate")
 # Operators that pass rows through without a distribution requirement of their own.
 TRANSPARENT = {"Project", "Filter", "Sort", "ColumnarToRow", "RowToColumnar", "CollectLimit", "LocalLimit"}
 EXCHANGES = {"Exchange", "ReusedExchange"}
+# Dynamic partition pruning's subqueries under a scan (SubqueryAdaptiveBroadcast ... the other side's plan).
+PRUNING_SUBQUERIES = {"SubqueryAdaptiveBroadcast", "SubqueryBroadcast", "ReusedSubquery"}
 SORT_ORDERING = SORT_ORDERING_SETTING
 
 
@@ -57,6 +67,8 @@ def plan_nodes(root: Node) -> list[PlanNode]:
 
     def walk(node: Node):
         kids = node.children
+        if node.name in PRUNING_SUBQUERIES:
+            return  # a copy of another side's plan, for its keys: not an operator of the query's own
         if node.name in AGGREGATES and kids:
             # A final aggregate: the partial one below it groups by the same keys.
             below = kids[0]
@@ -107,7 +119,9 @@ def _function_names(text: str) -> list[str]:
         depth += {"[": 1, "]": -1}.get(text[end], 0)
         if depth == 0:
             break
-    return re.findall(r"([A-Za-z_]+)\(", text[at + len("functions=[") : end])
+    # Each function's own name, not those of its arguments' (partial_sum(length(w)) is a partial step).
+    parts = split_top(text[at + len("functions=[") : end])
+    return [m.group(0) for part in parts if (m := re.match(r"[A-Za-z_]+", part))]
 
 
 def scans(root: Node) -> list[tuple[str, tuple[int, int] | None]]:

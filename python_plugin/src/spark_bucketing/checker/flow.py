@@ -209,11 +209,8 @@ class _Flow:
             acc_aliases.append(right_alias)
         semis += self._semis_below.get(id(block), [])  # moved here from a reader's WHERE
         if semis and not empty:
-            part, unk, empty = self.judge_semi_joins(semis, acc_aliases, part, sources)
+            part, unk = self.judge_semi_joins(semis, acc_aliases, part, sources)
             unknown = unknown or unk
-            if empty:
-                self.vanished.findings(start, len(self.findings))
-                self.vanished.sources(block, acc_aliases)
         if empty and not _global_aggregate(select):
             out = project(select, sources, None, single=len(acc_aliases) == 1, unknown=unknown)
             return replace(out, empty=True)
@@ -298,28 +295,28 @@ class _Flow:
             source = block.sources.get(aliases[0]) if len(aliases) == 1 else None
             targets: list | None = []
             if source is not None and source.block is not None and source.block.readers == 1:
-                # A join on one column moves (several: judged here, as written); NOT IN is broadcast anyway.
-                if semi.kind != "anti (null-aware)" and len(left) == 1 and isinstance(left[0], tuple):
-                    targets = push_target(source.block, left[0][1], self.needed)
-                    if targets and (id(source.block), left[0][1]) in self.widened:
+                # A join on plain columns moves (NOT IN is broadcast anyway): on several, where each moves to
+                # the same blocks (PushDownLeftSemiAntiJoin: every column a grouping one).
+                if semi.kind != "anti (null-aware)" and all(isinstance(k, tuple) for k in left):
+                    targets = _common_targets([push_target(source.block, k[1], self.needed) for k in left])
+                    if targets and any((id(source.block), k[1]) in self.widened for k in left):
                         # In each branch the join compares the branch's column cast to the union's type: judged
                         # there, each verdict unknown.
                         semi.unknown = True
             if targets is None:
                 semi.unknown = True
-            for target, key in targets or []:
-                self._semis_below.setdefault(id(target), []).append((semi, [key]))
+            for target, keys in targets or []:
+                self._semis_below.setdefault(id(target), []).append((semi, keys))
             if not targets:
                 here.append((semi, left))
         return here
 
     def judge_semi_joins(
         self, semis: list[tuple[SemiJoin, list]], left_aliases: list[str], part: Part | None, sources: dict
-    ) -> tuple[Part | None, bool, bool]:
+    ) -> tuple[Part | None, bool]:
         """Semi and anti joins on this block's rows: `NOT IN` is a null-aware
-        anti join, which Spark always broadcasts. Returns the partitioning,
-        whether a side is unknown, and whether the block is empty (a semi
-        join with an empty subquery)."""
+        anti join, which Spark always broadcasts. Returns the partitioning and
+        whether a side is unknown."""
         unknown = False
         for semi, left in semis:
             if semi.right_from_item:
@@ -329,10 +326,14 @@ class _Flow:
             if right is None:
                 continue
             if right.empty:
-                self.vanished.block(semi.right_block)
-                if semi.kind == "semi":
-                    return part, unknown, True
-                continue
+                # An IN / EXISTS subquery becomes its join after the optimizer emptied the subquery: the join
+                # stays, over an empty relation that states no partitioning (seen in Spark 4's plans; a LEFT
+                # SEMI JOIN written as one is removed with its empty side, join_over_empty).
+                if semi.right_from_item:
+                    self.vanished.sources(semi.right_block, [semi.right_alias])
+                else:
+                    self.vanished.block(semi.right_block)
+                right = Output(part=None, reasons=[E.EMPTY_SUBQUERY], types=right.types, base=right.base)
             if semi.judged:
                 self.plan_subquery_again(semi)
             semi.judged += 1
@@ -352,7 +353,7 @@ class _Flow:
                     "checker does not model: the verdict is unknown",
                 )
             unknown = unknown or unk or right.unknown
-        return part, unknown, False
+        return part, unknown
 
     def plan_subquery_again(self, semi: SemiJoin) -> None:
         """A join moved into several UNION branches: Spark plans its subquery
@@ -441,6 +442,19 @@ class _Flow:
         if E.joined_count(sp.num, op.num, sp.scan and op.scan, sp.hash, self.settings) is None:
             return [E.BUCKET_COUNT_MISMATCH]
         return []
+
+
+def _common_targets(per_key: list[list | None]) -> list[tuple[Block, list]] | None:
+    """Where a semi join on several columns is planned, from each column's push_target: below, where
+    every column moves into the same blocks ([(block, its keys there)]); [] where none moves; None where
+    they disagree or one cannot be placed."""
+    if not per_key or any(t is None for t in per_key):
+        return None
+    if not any(per_key):
+        return []
+    if not all(per_key) or len({tuple(id(b) for b, _ in t) for t in per_key}) != 1:
+        return None
+    return [(block, [t[i][1] for t in per_key]) for i, (block, _) in enumerate(per_key[0])]
 
 
 def _global_aggregate(select: exp.Select) -> bool:

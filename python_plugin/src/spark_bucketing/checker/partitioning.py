@@ -180,10 +180,13 @@ def _filtered_join_side(alias: str, first: str, joins: list, kinds: list[str]) -
 
 
 def _same_placement(branches: list[Output]) -> list[Part] | None:
-    """The branches' partitionings when each is a bucketed scan and all share
-    one hash, count and bucket column positions; None otherwise."""
+    """The branches' partitionings when each is a bucketed scan's (read
+    through projections, or a GROUP BY, DISTINCT or window that did not
+    shuffle it, which state their input's) and all share one hash, count and
+    bucket column positions; None otherwise. A join's output states either
+    side's (two options), which no union keeps."""
     parts = [b.part for b in branches]
-    if not all(p is not None and p.scan and p.bucketed for p in parts):
+    if not all(p is not None and p.bucketed and len(p.options) == 1 for p in parts):
         return None
     names = [list(b.types) for b in branches]
     if not all(all(c in n for c in p.options[0]) for p, n in zip(parts, names, strict=True)):

@@ -16,6 +16,7 @@ from spark_bucketing.checker.blocks import Block
 from spark_bucketing.checker.groupings import block_windows
 from spark_bucketing.checker.join_keys import equi_pairs, key_of, same_column
 from spark_bucketing.checker.lines import source_line
+from spark_bucketing.checker.literals import literal_value
 from spark_bucketing.checker.needed import ALL, window_used
 
 
@@ -64,7 +65,13 @@ def subquery_joins(where: exp.Expression, block: Block, aliases: list[str]) -> l
             alias = from_expr.this.alias_or_name
             if alias in aliases or alias not in sub_block.sources:
                 continue
-            pairs = equi_pairs(sub.args["where"].this, set(aliases), alias)
+            # An outer column a filter fixes to a literal is put in the subquery as that literal
+            # (ConstantPropagation, seen in Spark 4's plans): it is no key of the join.
+            pairs = [
+                (left, right)
+                for left, right in equi_pairs(sub.args["where"].this, set(aliases), alias)
+                if not (isinstance(left, tuple) and _fixed_by_literal(block, left[0], left[1]))
+            ]
             if not pairs:
                 continue
             semi = SemiJoin("anti" if negated else "semi", inner, alias, [r for _, r in pairs], sub_block, True)
@@ -143,3 +150,29 @@ def _projection(select: exp.Select, column: str) -> exp.Expression | None:
         if p.alias_or_name.lower() == column:
             return p.unalias()
     return None
+
+
+def _fixed_by_literal(block: Block, alias: str, column: str) -> bool:
+    """Whether a WHERE conjunct `column = literal` holds the block's source `alias`'s column to one value,
+    in this block or in the blocks it reads the column from through plain projections."""
+    select = block.select
+    if select is None:
+        return False
+    where = select.args.get("where")
+    conjuncts = [] if where is None else where.this.flatten() if isinstance(where.this, exp.And) else [where.this]
+    qualifiers = (alias, "") if len(block.sources) == 1 else (alias,)
+    for c in conjuncts:
+        if not isinstance(c, exp.EQ):
+            continue
+        for col, other in ((c.this, c.expression), (c.expression, c.this)):
+            named = isinstance(col, exp.Column) and col.name.lower() == column and col.table in qualifiers
+            if named and literal_value(other) not in (None, "NULL"):
+                return True
+    source = block.sources.get(alias)
+    inner = source.block if source is not None else None
+    if inner is None or inner.select is None or len(inner.sources) != 1:
+        return False
+    projected = next((p.unalias() for p in inner.select.expressions if p.alias_or_name.lower() == column), None)
+    if not isinstance(projected, exp.Column):
+        return False
+    return _fixed_by_literal(inner, projected.table or next(iter(inner.sources)), projected.name.lower())

@@ -56,6 +56,9 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 E.DISTINCT_EXPAND: "aggregates of DISTINCT over different columns make Spark copy each row once per "
                 "list (an Expand), which loses the bucketing: aggregate one DISTINCT list per query block (one CTE "
                 "each, grouped by the same keys) and join them on those keys",
+                E.EMPTY_SUBQUERY: "no row passes this IN/EXISTS subquery's filters (literals that contradict each "
+                "other or lie past the column's range): Spark reads nothing for it but still shuffles the other side "
+                "for the join; remove the subquery, or fix its filters",
                 E.BUCKET_COUNT_MISMATCH: "give both tables the same bucket count"
                 + _coalescing_hint(settings, left, right),
                 E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",

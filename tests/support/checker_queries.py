@@ -196,9 +196,11 @@ class Gen:
             return f"{ctes} select * from x where {op} (select 1 from y where y.k = x.k and y.day = x.day)"
         if kind == "day_union":
             by = rng.choice(["k, day", "k"])
+            own = rng.choice(["", " where w is not null", " where k > 3"])  # a branch's own filter
+            above = rng.choice(["", "", " where k > 3", " where w is not null", " where k in (1, 2)"])
             return (
-                f"with x as ({a}), y as ({b}), u as (select k, w, day from x union all select k, w, day from y)"
-                f" select {by}, count(*) as n from u group by {by}"
+                f"with x as ({a}), y as ({b}), u as (select k, w, day from x{own} union all select k, w, day from y)"
+                f" select {by}, count(*) as n from u{above} group by {by}"
             )
         if kind == "day_window":
             part = rng.choice(["k", "k, day", "day"])

@@ -96,7 +96,7 @@ class _Flow:
         self._spans: dict[int, tuple[int, int]] = {}  # per block, its findings and those of what it reads
         self._semis_below: dict[int, list] = {}  # per block, the IN / EXISTS joins Spark moves into it
         self.vanished = Vanished(self._spans, self.findings)
-        self.filtered_unions: set[int] = set()  # UNION ALL blocks a filter reaches (partitioning.py)
+        self.filtered_unions: dict[int, set[str] | None] = {}  # per UNION ALL, the columns filtered from above
         self.crossed_types: set[int] = set()  # blocks whose joins' verdicts are unknown (ScanLookups)
         self.widened: set[tuple[int, str]] = set()  # UNION columns of branches of several types (ScanLookups)
         self.emptied: set[tuple[int, str]] = set()  # derived sources a never-true filter empties (ScanLookups)
@@ -159,7 +159,7 @@ class _Flow:
             part = Part(options=[tuple(cols)], num=self.settings.shuffle_partitions, bucketed=False)
         elif isinstance(node, exp.Union):
             part = kept_union_part(branches, self.settings) or stock_union_part(
-                branches, self.settings, id(block) in self.filtered_unions
+                branches, self.settings, self.filtered_unions.get(id(block), set())
             )
         if part is not None and part.bucketed:
             return Output(part=part, types=types, base={c: (None, c) for c in types}, bucketed=True)

@@ -66,13 +66,12 @@ def kept_union_part(branches: list[Output], settings: EngineSettings) -> Part | 
     )
 
 
-def stock_union_part(branches: list[Output], settings: EngineSettings, filtered: bool) -> Part | None:
+def stock_union_part(branches: list[Output], settings: EngineSettings, filtered: set[str] | None) -> Part | None:
     """The placement stock Spark 4.1+ keeps for a UNION ALL of bucketed scans
     on its own hash, with one count and the bucket columns at the same
-    positions, where each branch is the bare scan: not where a filter
-    (`filtered`: written in a branch, pushed down, or inferred from a join
-    above) sits between a scan and the union."""
-    if filtered or not (branches and settings.union_output_partitioning):
+    positions, where no filter from above is on those columns (`filtered`:
+    the union's columns filtered, ANY_COLUMN; filtered_unions)."""
+    if filtered is ANY_COLUMN or not (branches and settings.union_output_partitioning):
         return None
     parts = _same_placement(branches)
     # A table this package built, read by the extension, keeps a union's placement by the extension's rule only.
@@ -80,23 +79,35 @@ def stock_union_part(branches: list[Output], settings: EngineSettings, filtered:
         return None
     names = list(branches[0].types)
     first = parts[0]
-    return (
-        Part(options=[first.options[0]], num=first.num, bucketed=True, spec=first.spec, hash="spark")
-        if all(c in names for c in first.options[0])
-        else None
-    )
+    if not all(c in names for c in first.options[0]) or set(first.options[0]) & filtered:
+        return None
+    return Part(options=[first.options[0]], num=first.num, bucketed=True, spec=first.spec, hash="spark")
 
 
-def filtered_unions(query: Query) -> set[int]:
-    """id() of each UNION ALL block a filter reaches or whose branches are not
-    bare scans (_bare): its reader's WHERE on it, or the `isnotnull` Spark
-    infers for a join side that is not the preserved side of an outer join."""
-    out = set()
+ANY_COLUMN = None  # filtered_unions: the placement is lost whatever its columns
+
+
+def filtered_unions(query: Query) -> dict[int, set[str] | None]:
+    """Per UNION ALL block a filter from above reaches: the union's columns
+    it filters, or ANY_COLUMN. Spark's plans keep a union's placement where
+    its branches filter their own rows, and where a reader's filter is on
+    other columns than the placement's or is an IN list of literals; they
+    lose it where a reader's WHERE, or the `isnotnull` a join infers for a
+    side it does not preserve, filters the placement's columns through the
+    union; and where a branch is no single table's read (_bare) or a reader
+    reads a column a branch renames."""
+    out: dict[int, set[str] | None] = {}
+
+    def add(block: Block, columns: set[str] | None) -> None:
+        if id(block) in out and out[id(block)] is ANY_COLUMN:
+            return
+        out[id(block)] = ANY_COLUMN if columns is ANY_COLUMN else (out.get(id(block)) or set()) | columns
+
     for block in query.blocks:
         select = block.select
         if select is None:
             if not all(_bare(b) for b in block.branches):
-                out.add(id(block))
+                add(block, ANY_COLUMN)
             continue
         from_expr = select.args.get("from_") or select.args.get("from")
         if from_expr is None:
@@ -110,27 +121,29 @@ def filtered_unions(query: Query) -> set[int]:
         for alias, source in block.sources.items():
             if source.block is None or not isinstance(source.block.node, exp.Union):
                 continue
-            in_where = where is not None and _not_null_filter(where.this, alias)
-            joined = _filtered_join_side(alias, first, joins, kinds)
-            if in_where or joined or _renamed_column_read(select, alias, source.block):
-                out.add(id(source.block))
+            filtered = _not_null_filtered(where.this, alias) if where is not None else set()
+            filtered |= _filtered_join_side(alias, first, joins, kinds)
+            if _renamed_column_read(select, alias, source.block):
+                add(source.block, ANY_COLUMN)
+            elif filtered:
+                add(source.block, filtered)
     return out
 
 
-def _not_null_filter(where: exp.Expression, alias: str) -> bool:
-    """Whether a WHERE clause puts a filter on `alias`'s columns that Spark
+def _not_null_filtered(where: exp.Expression, alias: str) -> set[str]:
+    """The columns of `alias` a WHERE clause puts a filter on that Spark
     turns into `isnotnull` in each UNION branch (a null-intolerant predicate:
     a comparison, IS NOT NULL, anything not known otherwise). An IN list of
-    literals infers none, and the branches keep the union's partitioning."""
+    literals infers none."""
+    out: set[str] = set()
     for pred in where.flatten() if isinstance(where, exp.And) else [where]:
         while isinstance(pred, exp.Paren):
             pred = pred.this
-        if not any(c.table == alias for c in pred.find_all(exp.Column)):
-            continue
+        columns = {c.name.lower() for c in pred.find_all(exp.Column) if c.table == alias}
         literal_list = isinstance(pred, exp.In) and not pred.args.get("query")
-        if not (literal_list and isinstance(pred.this, exp.Column)):
-            return True
-    return False
+        if columns and not (literal_list and isinstance(pred.this, exp.Column)):
+            out |= columns
+    return out
 
 
 def _renamed_column_read(select: exp.Select, alias: str, union: Block) -> bool:
@@ -153,30 +166,31 @@ def _renamed_column_read(select: exp.Select, alias: str, union: Block) -> bool:
 
 
 def _bare(branch: Block) -> bool:
-    """A branch that reads its table with no filter on the way down (a filter
-    between the scan and the union loses the union's placement in Spark's
-    plans, where a projection does not)."""
+    """A branch that reads one table, through projections and its own filters
+    (which keep the union's placement in Spark's plans), no join."""
     select = branch.select
-    if select is None or len(branch.sources) != 1 or select.args.get("where") or select.args.get("joins"):
+    if select is None or len(branch.sources) != 1 or select.args.get("joins"):
         return False
     (source,) = branch.sources.values()
     return source.block is None or _bare(source.block)
 
 
-def _filtered_join_side(alias: str, first: str, joins: list, kinds: list[str]) -> bool:
-    """Whether a join infers `isnotnull` into `alias`: a column of it in the
-    join's condition, on a side the join does not preserve."""
+def _filtered_join_side(alias: str, first: str, joins: list, kinds: list[str]) -> set[str]:
+    """The columns of `alias` a join infers `isnotnull` for: its columns in
+    the join's condition, on a side the join does not preserve."""
+    out: set[str] = set()
     for i, (join, kind) in enumerate(zip(joins, kinds, strict=True)):
         on = join.args.get("on")
         if on is None or alias not in rejected_aliases(on):
             continue
         right = join.this.alias_or_name
         left_aliases = {first, *(j.this.alias_or_name for j in joins[:i])}
-        if alias == right and kind in ("inner", "semi", "anti", "left"):
-            return True
-        if alias in left_aliases and kind in ("inner", "semi", "right"):
-            return True
-    return False
+        rejected = (alias == right and kind in ("inner", "semi", "anti", "left")) or (
+            alias in left_aliases and kind in ("inner", "semi", "right")
+        )
+        if rejected:
+            out |= {c.name.lower() for c in on.find_all(exp.Column) if c.table == alias}
+    return out
 
 
 def _same_placement(branches: list[Output]) -> list[Part] | None:

@@ -39,7 +39,14 @@ from spark_bucketing.checker.model import Finding, Output, Part, Side
 from spark_bucketing.checker.needed import ALL, needed_outputs, window_used
 from spark_bucketing.checker.ordering import sort_state
 from spark_bucketing.checker.outer_joins import planned_join_kinds
-from spark_bucketing.checker.partitioning import filtered_unions, kept_union_part, prefixed, stock_union_part
+from spark_bucketing.checker.partitioning import (
+    UNION_FILTERED,
+    filtered_placement,
+    filtered_unions,
+    kept_union_part,
+    prefixed,
+    stock_union_part,
+)
 from spark_bucketing.checker.projection import project
 from spark_bucketing.checker.redundant import redundant_aggregates
 from spark_bucketing.checker.semi_joins import SemiJoin, push_target, subquery_joins
@@ -97,6 +104,7 @@ class _Flow:
         self._semis_below: dict[int, list] = {}  # per block, the IN / EXISTS joins Spark moves into it
         self.vanished = Vanished(self._spans, self.findings)
         self.filtered_unions: dict[int, set[str] | None] = {}  # per UNION ALL, the columns filtered from above
+        self.unsure_unions: set[int] = set()  # UNION ALL blocks whose kept placement is unsure (partitioning.py)
         self.crossed_types: set[int] = set()  # blocks whose joins' verdicts are unknown (ScanLookups)
         self.widened: set[tuple[int, str]] = set()  # UNION columns of branches of several types (ScanLookups)
         self.emptied: set[tuple[int, str]] = set()  # derived sources a never-true filter empties (ScanLookups)
@@ -158,11 +166,18 @@ class _Flow:
             )
             part = Part(options=[tuple(cols)], num=self.settings.shuffle_partitions, bucketed=False)
         elif isinstance(node, exp.Union):
-            part = kept_union_part(branches, self.settings) or stock_union_part(
-                branches, self.settings, self.filtered_unions.get(id(block), set())
-            )
+            filtered = self.filtered_unions.get(id(block), set())
+            part = kept_union_part(branches, self.settings)
+            if part is None:
+                part = stock_union_part(branches, self.settings, filtered)
+                effect = filtered_placement(part, filtered, block)
+                if effect == "lost":
+                    part = None
+                elif effect == "unsure":
+                    self.unsure_unions.add(id(block))
         if part is not None and part.bucketed:
-            return Output(part=part, types=types, base={c: (None, c) for c in types}, bucketed=True)
+            unsure = id(block) in self.unsure_unions
+            return Output(part=part, types=types, base={c: (None, c) for c in types}, bucketed=True, unknown=unsure)
         return Output(
             part=part,
             types=types,
@@ -226,7 +241,16 @@ class _Flow:
         for grouping in groupings:
             part, finding = judge_grouping(grouping, part, sources, self.settings)
             self.findings.append(finding)
+        self.explain_unsure_unions(block, start)
         return project(select, sources, part, single=len(acc_aliases) == 1, unknown=unknown)
+
+    def explain_unsure_unions(self, block: Block, start: int) -> None:
+        """The block's unknown findings over a union whose placement is unsure say why."""
+        if not any(s.block is not None and id(s.block) in self.unsure_unions for s in block.sources.values()):
+            return
+        for finding in self.findings[start:]:
+            if finding.unknown and not finding.suggestions:
+                finding.suggestions = [UNION_FILTERED]
 
     # ---- joins --------------------------------------------------------------
 

@@ -94,6 +94,7 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
     pushed: dict[int, list[Pushed]] = {}
     needed = needed_outputs(query)
     memo: dict[int, dict] = {}  # per block, its output columns' types (_output_types)
+    below = _constraints_from_below(query)
     for block in reversed(query.blocks):  # readers before the blocks they read
         select = block.select
         if select is None:
@@ -117,8 +118,16 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
         lossy = _widened_union_columns(block, catalog, memo) | _unwrapped_cast_columns(block, catalog, memo)
         if any(written_kind(j) == "full" for j in select.args.get("joins") or []):
             why.update((f.sql(), UNSURE_NULL_IN) for f in inferable if _in_with_null(f))
+        # What the sources' own filters hold their columns to crosses the joins too (Spark's constraints
+        # come up from below); those filters are in place already, only what they infer is new.
+        sourced = [
+            _qualified(f, alias)
+            for alias, source in block.sources.items()
+            if source.block is not None and not source.semi
+            for f in below.get(id(source.block), [])
+        ]
         for found, crossed in (
-            _inferred(inferable, select, types, outer_too=True, unsure=why, beyond=beyond, lossy=lossy),
+            _inferred(inferable + sourced, select, types, outer_too=True, unsure=why, beyond=beyond, lossy=lossy),
             _inferred(on_inner, select, types, outer_too=False, unsure=why, beyond=beyond, lossy=lossy),
         ):
             filters += found
@@ -329,7 +338,7 @@ def _inferred(
     while frontier:  # a.k = 5, a.k = b.k, b.k = c.k: c.k = 5 too
         found = []
         for f in frontier:
-            col = f.this if isinstance(f, exp.EQ | exp.In) else None
+            col = f.this if isinstance(f, (exp.EQ, exp.In, *_RANGES)) else None
             if not isinstance(col, exp.Column) or not _literals(f):
                 continue
             if col.table in padded and f not in filters:
@@ -508,9 +517,17 @@ def _computed_output_types(block: Block, catalog: Catalog, memo: dict) -> dict[s
     return types
 
 
+# Comparisons of a column with literals that cross join equalities as `=` and IN do (Spark infers every
+# constraint through them): a range on one side's day filters the other's days too.
+_RANGES = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
+
+
 def _literals(f: exp.Expression) -> bool:
-    values = f.expressions if isinstance(f, exp.In) else [f.expression]
-    return bool(values) and all(literal_value(v) is not None for v in values)
+    if isinstance(f, exp.Between):
+        values = [f.args.get("low"), f.args.get("high")]
+    else:
+        values = f.expressions if isinstance(f, exp.In) else [f.expression]
+    return bool(values) and all(v is not None and literal_value(v) is not None for v in values)
 
 
 def _same(a: exp.Column, b: exp.Column) -> bool:
@@ -521,6 +538,46 @@ def _unqualified(f: exp.Expression) -> exp.Expression:
     copy = f.copy()
     for c in copy.find_all(exp.Column):
         c.set("table", None)
+    return copy
+
+
+def _constraints_from_below(query: Query) -> dict[int, list[exp.Expression]]:
+    """Per block: the literal comparisons (=, IN, ranges) its rows hold on its
+    output columns (unqualified), from its own WHERE and from its sources'
+    through plain projections, as Spark's constraints propagate upward."""
+    out: dict[int, list[exp.Expression]] = {}
+    for block in query.blocks:  # the blocks read before their readers
+        select = block.select
+        if select is None or any(select.args.get(k) for k in ("limit", "offset")):
+            continue
+        single = next(iter(block.sources)) if len(block.sources) == 1 else None
+        held = [
+            c
+            for c in _conjuncts(select.args["where"].this if select.args.get("where") else None)
+            if isinstance(c, (exp.EQ, exp.In, *_RANGES)) and isinstance(c.this, exp.Column) and _literals(c)
+        ]
+        for alias, source in block.sources.items():
+            if source.block is not None and not source.semi:
+                held += [_qualified(f, alias) for f in out.get(id(source.block), [])]
+        outputs: dict[tuple[str, str], str] = {}
+        for p in select.expressions:
+            e = p.unalias()
+            if isinstance(e, exp.Column):
+                outputs[(e.table or single or "", e.name.lower())] = p.alias_or_name.lower()
+        mine = []
+        for f in held:
+            name = outputs.get((f.this.table or single or "", f.this.name.lower()))
+            if name is not None:
+                copy = f.copy()
+                copy.set("this", exp.column(name))
+                mine.append(copy)
+        out[id(block)] = mine
+    return out
+
+
+def _qualified(f: exp.Expression, alias: str) -> exp.Expression:
+    copy = f.copy()
+    copy.set("this", exp.column(copy.this.name, table=alias))
     return copy
 
 

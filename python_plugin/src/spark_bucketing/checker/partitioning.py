@@ -69,8 +69,9 @@ def kept_union_part(branches: list[Output], settings: EngineSettings) -> Part | 
 def stock_union_part(branches: list[Output], settings: EngineSettings, filtered: set[str] | None) -> Part | None:
     """The placement stock Spark 4.1+ keeps for a UNION ALL of bucketed scans
     on its own hash, with one count and the bucket columns at the same
-    positions, where no filter from above is on those columns (`filtered`:
-    the union's columns filtered, ANY_COLUMN; filtered_unions)."""
+    positions (`filtered`: the union's columns a filter from above is on, or
+    ANY_COLUMN, filtered_unions: none kept then). What a reader's filter on
+    those columns does to it: filtered_placement."""
     if filtered is ANY_COLUMN or not (branches and settings.union_output_partitioning):
         return None
     parts = _same_placement(branches)
@@ -79,9 +80,33 @@ def stock_union_part(branches: list[Output], settings: EngineSettings, filtered:
         return None
     names = list(branches[0].types)
     first = parts[0]
-    if not all(c in names for c in first.options[0]) or set(first.options[0]) & filtered:
+    if not all(c in names for c in first.options[0]):
         return None
     return Part(options=[first.options[0]], num=first.num, bucketed=True, spec=first.spec, hash="spark")
+
+
+# A reader's filter on a union's placement columns loses the placement in Spark's plans where the branches
+# read their tables bare; beside a branch's own filter it was kept in one plan: not modelled, unknown.
+UNION_FILTERED = (
+    "a filter on the UNION's bucket columns from above it, beside a branch's own filter: whether Spark keeps "
+    "the union's bucketing then is not modelled, so the verdict is unknown (--catalog live answers from the plan)"
+)
+
+
+def filtered_placement(part: Part | None, filtered: set[str] | None, union: Block) -> str | None:
+    """What a reader's filter on a kept placement's (`part`) columns does to it: "lost" over bare branches,
+    "unsure" where a branch filters its own rows, None where no such filter."""
+    if part is None or filtered is ANY_COLUMN or not set(part.options[0]) & filtered:
+        return None
+    return "unsure" if any(_filters_itself(b) for b in union.branches) else "lost"
+
+
+def _filters_itself(branch: Block) -> bool:
+    if branch.select is None:
+        return True
+    if branch.select.args.get("where") is not None:
+        return True
+    return any(s.block is not None and _filters_itself(s.block) for s in branch.sources.values())
 
 
 ANY_COLUMN = None  # filtered_unions: the placement is lost whatever its columns

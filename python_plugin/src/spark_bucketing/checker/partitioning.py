@@ -75,8 +75,11 @@ def stock_union_part(branches: list[Output], settings: EngineSettings, filtered:
     if filtered is ANY_COLUMN or not (branches and settings.union_output_partitioning):
         return None
     parts = _same_placement(branches)
-    # A table this package built, read by the extension, keeps a union's placement by the extension's rule only.
-    if parts is None or not all(p.hash == "spark" and not (p.package and settings.extension) for p in parts):
+    if parts is None or not all(p.hash == "spark" for p in parts):
+        return None
+    # A Spark-hash table this package built, read by the extension, keeps its placement in a union under
+    # adaptive execution (BucketedUnions restates it), beside stock tables too (seen in Spark 4's plans).
+    if any(p.package and settings.extension for p in parts) and not settings.adaptive:
         return None
     names = list(branches[0].types)
     first = parts[0]

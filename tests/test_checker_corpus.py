@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 
 import pytest
@@ -18,11 +17,10 @@ from spark_bucketing.checker.engines import SESSION_KEYS, SPARK_VERSION
 from spark_bucketing.checker.relations import catalog_to_json, relation_from_live
 from spark_bucketing.checker.verify import explain, scans, session_conf, session_values, verify
 from spark_bucketing.connection import DbtTargetClient
-from spark_bucketing.contracts import FOREIGN_TABLES_SWITCH
-from spark_bucketing.extension import SWITCH
 from spark_bucketing.metadata import SparkClient
 from tests.support.checker_corpus import CORPUS, FROZEN, TABLES, S, check_settings
 from tests.support.incremental import run_model
+from tests.support.suggested_settings import try_suggested_settings
 
 AUTO_BUCKETED_SCAN = "spark.sql.sources.bucketing.autoBucketedScan.enabled"
 
@@ -182,28 +180,6 @@ def test_verify_pairs_each_lookup_with_its_own_scan(corpus):
     ]
 
 
-SETTING = re.compile(r"\b(?:set|SET) (spark[\w.]+)=(true|false|\d+)\b")
-ENABLE_EXTENSION = "enable the session extension"
-
-
-def suggested_settings(finding, catalog: Catalog) -> dict[str, str]:
-    """The settings a finding's suggestions offer (a `set key=value`, or the session extension: for a table
-    this package did not build, with foreignTables, as the suggestion says)."""
-    out = {}
-    foreign = any(
-        (info := catalog.get(s.relation or "")) is not None and not info.built_by_package
-        for s in finding.sides
-        if s.shuffle
-    )
-    for text in finding.suggestions:
-        out.update(dict(SETTING.findall(text)))
-        if ENABLE_EXTENSION in text:
-            out[SWITCH] = "true"
-            if foreign and f"{FOREIGN_TABLES_SWITCH}=true" in text:
-                out[FOREIGN_TABLES_SWITCH] = "true"
-    return out
-
-
 def test_every_setting_the_checker_suggests_removes_its_shuffle(corpus):
     """Advice that works when followed (issue 83): for every finding of the corpus that shuffles for one
     reason and is offered a setting, Spark plans the query again with it, and that finding's shuffle is gone
@@ -212,21 +188,9 @@ def test_every_setting_the_checker_suggests_removes_its_shuffle(corpus):
     client, catalog = corpus
     tried: Counter = Counter()
     for label, conf, sql in CORPUS:
-        query = sql.format(S=S)
-        conf = {"spark.sql.ansi.enabled": "false", **conf}
-        findings = analyze_sql(query, catalog, check_settings(conf, session_values(client, SESSION_KEYS)))
-        for i, f in enumerate(findings):
-            reasons = {r for s in f.sides if s.shuffle for r in s.reasons}
-            settings_ = suggested_settings(f, catalog)
-            if f.kind == "lookup" or f.shuffle_free or not settings_ or len(reasons) != 1:
-                continue
-            after = {**conf, **settings_}
-            with session_conf(client, after):
-                again = analyze_sql(query, catalog, check_settings(after, session_values(client, SESSION_KEYS)))
-                plan = verify(client, query, again)[i]
-            shuffles_after = sum(plan["plan"]) if isinstance(plan["plan"], list) else 0
-            assert shuffles_after < sum(s.shuffle for s in f.sides), (label, f.to_json(), settings_, plan)
-            tried[next(iter(reasons))] += 1
+        counts, failed = try_suggested_settings(client, catalog, sql.format(S=S), conf)
+        assert not failed, (label, failed)
+        tried += counts
     assert tried, "the corpus offers settings"
     print(f"suggested settings tried, per reason code: {dict(sorted(tried.items()))}")
 

@@ -24,6 +24,7 @@ from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.flow import join_and_grouping_findings
 from spark_bucketing.checker.lookups import lookup_findings
 from spark_bucketing.checker.model import Finding
+from spark_bucketing.checker.proven import keep_proven_settings
 from spark_bucketing.checker.relations import Catalog
 from spark_bucketing.checker.scans import scan_outputs
 
@@ -31,8 +32,12 @@ from spark_bucketing.checker.scans import scan_outputs
 _FILE_NAMES = re.compile(r"\binput_file_(?:name|block_start|block_length)\s*\(", re.IGNORECASE)
 
 
-def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = None) -> list[Finding]:
-    """Findings for one compiled query, in query order."""
+def analyze_sql(
+    sql: str, catalog: Catalog, settings: EngineSettings | None = None, prove: bool = True
+) -> list[Finding]:
+    """Findings for one compiled query, in query order. `prove`: each setting a
+    suggestion offers is kept only where the query analysed with it loses that
+    shuffle (proven.py)."""
     settings = settings or EngineSettings()
     if _FILE_NAMES.search(sql):
         settings = settings.without_merged_files()
@@ -56,6 +61,8 @@ def analyze_sql(sql: str, catalog: Catalog, settings: EngineSettings | None = No
         return [Finding("query", 1, [], [why], unknown=True)]
     findings = _in_query_order(findings)
     refine(findings, catalog)
+    if prove:
+        keep_proven_settings(findings, settings, lambda other: analyze_sql(sql, catalog, other, prove=False))
     return findings
 
 

@@ -20,7 +20,7 @@ INTEGRAL_RANGES = {
 class _OutOfRange:
     """A literal past its integral column's range: it stands for no value of the column. Spark's optimizer
     (UnwrapCastInBinaryComparison) drops it from an IN list and makes a filter with no other value never true
-    (lookups.py: never_true_filter); no bucket is named for it."""
+    (never_true.py: never_true_filter); no bucket is named for it."""
 
     def __repr__(self) -> str:
         return "OUT_OF_RANGE"

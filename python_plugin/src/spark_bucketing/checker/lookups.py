@@ -12,44 +12,30 @@ equalities (`a.k = b.k AND a.k = 5` filters b on 5 too)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import operator
-import struct
 from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from spark_bucketing import hashing
-from spark_bucketing.checker import engines as E
 from spark_bucketing.checker.blocks import Block, Query
+from spark_bucketing.checker.bucket_selection import judge_lookup
+from spark_bucketing.checker.column_types import (
+    source_types,
+    unwrapped_cast_columns,
+    widened_columns,
+    widened_union_columns,
+)
 from spark_bucketing.checker.engines import EngineSettings
-from spark_bucketing.checker.extension_lookups import EVERY_COLUMN, FLOAT_KEY, extension_selected
 from spark_bucketing.checker.groupings import block_windows
 from spark_bucketing.checker.join_keys import same_column
-from spark_bucketing.checker.keytypes import NUMERIC_ORDER, arithmetic_type, norm_type, union_types, wider
-from spark_bucketing.checker.lines import source_line
+from spark_bucketing.checker.keytypes import NUMERIC_ORDER, norm_type, wider
 from spark_bucketing.checker.literals import (
-    CASTS_COLUMN,
-    INTEGRAL,
-    LITERAL_TYPE,
-    NOT_PRUNABLE,
-    OR_OTHER,
-    OUT_OF_RANGE,
-    is_string,
     literal_value,
-    on_column,
-    today_relative,
-    typed,
 )
-from spark_bucketing.checker.model import Finding, Side
+from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.needed import needed_outputs, window_used
+from spark_bucketing.checker.never_true import contradictory, never_true_filter, past_range
 from spark_bucketing.checker.outer_joins import planned_join_kinds, written_kind
-from spark_bucketing.checker.relations import Catalog, RelationInfo
-
-ONE_COLUMN = "PRUNING_NEEDS_ONE_BUCKET_COLUMN"
-LITERAL_FIRST = "LITERAL_BEFORE_COLUMN"
-
-ALL = None  # every bucket
+from spark_bucketing.checker.relations import Catalog
 
 
 @dataclass
@@ -93,13 +79,13 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
     # why it is not sure to reach a scan (or None) and whether no relation is planned empty on it (`beyond`).
     pushed: dict[int, list[Pushed]] = {}
     needed = needed_outputs(query)
-    memo: dict[int, dict] = {}  # per block, its output columns' types (_output_types)
+    memo: dict[int, dict] = {}  # per block, its output columns' types (output_types)
     below = _constraints_from_below(query)
     for block in reversed(query.blocks):  # readers before the blocks they read
         select = block.select
         if select is None:
             _into_branches(block, pushed.get(id(block), []), pushed)
-            out.widened |= {(id(block), name) for name in _widened_columns(block, catalog, memo)}
+            out.widened |= {(id(block), name) for name in widened_columns(block, catalog, memo)}
             continue
         where, on_inner, on_outer = _block_filters(select)
         why: dict[str, str] = {}  # a filter's SQL: why a lookup it reaches is unknown
@@ -114,8 +100,8 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
                     beyond.add(f.sql())
         inferable = where + from_above
         filters = inferable + on_inner + on_outer
-        types = _source_types(block, catalog, memo)
-        lossy = _widened_union_columns(block, catalog, memo) | _unwrapped_cast_columns(block, catalog, memo)
+        types = source_types(block, catalog, memo)
+        lossy = widened_union_columns(block, catalog, memo) | unwrapped_cast_columns(block, catalog, memo)
         if any(written_kind(j) == "full" for j in select.args.get("joins") or []):
             why.update((f.sql(), UNSURE_NULL_IN) for f in inferable if _in_with_null(f))
         # What the sources' own filters hold their columns to crosses the joins too (Spark's constraints
@@ -146,7 +132,7 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
                     never = sure
                 if never:
                     out.never_true[id(source.table)] = never[0]
-                finding = _judge(info, mine, settings, source.node) if info and not info.unknown else None
+                finding = judge_lookup(info, mine, settings, source.node) if info and not info.unknown else None
                 reason = next((why[f.sql()] for f in mine if f.sql() in why), None)
                 if finding and reason is not None:
                     finding.unknown, finding.buckets_read, finding.suggestions = True, None, [reason]
@@ -312,7 +298,7 @@ def _inferred(
     `beyond` gains those inferred onto a cast side across an outer join's
     equality, and on from any cast side (Spark may not have them: no
     relation is planned empty on them). A filter of the block on a `lossy`
-    column (_widened_union_columns, _unwrapped_cast_columns) crosses no equality."""
+    column (widened_union_columns, unwrapped_cast_columns) crosses no equality."""
     joins = _planned_joins(select)
     if any(kind == "full" for _, kind in joins):
         return [], False
@@ -365,7 +351,7 @@ def _inferred(
                                 unsure[copy.sql()] = unsure[f.sql()]
                             elif not _same_type(src, dst, types):
                                 cast_side.add(copy.sql())
-                                if _past_range(copy, types[dst.table][dst.name.lower()]):
+                                if past_range(copy, types[dst.table][dst.name.lower()]):
                                     # Spark may plan the cast side empty and drop the joins it
                                     # empties: their verdicts are unknown.
                                     crossed = True
@@ -412,109 +398,6 @@ def _crosses(src: exp.Column, dst: exp.Column, types: dict) -> bool:
     st, dt = (types[x.table][x.name.lower()] for x in (src, dst))
     both = norm_type(st) in NUMERIC_ORDER and norm_type(dt) in NUMERIC_ORDER
     return both and wider(st, dt) == "left"
-
-
-def _widened_union_columns(block: Block, catalog: Catalog, memo: dict) -> set[tuple[str, str]]:
-    """(alias, column) of the block's UNION sources whose branches differ in
-    that column's type. Spark infers a filter across a join equality from the
-    constraints a relation guarantees, and a UNION guarantees those its
-    branches share: the branch Spark casts to the wider type states its filter
-    on the cast (or on its own column, the cast unwrapped), so the union
-    states none, and a filter on that column reaches the union's branches but
-    not the other side of the join."""
-    return {
-        (alias, name)
-        for alias, source in block.sources.items()
-        if source.block is not None
-        for name in _widened_columns(source.block, catalog, memo)
-    }
-
-
-def _unwrapped_cast_columns(block: Block, catalog: Catalog, memo: dict) -> set[tuple[str, str]]:
-    """(alias, column) of the block's subquery sources that compute the
-    column as a cast of an integral column up to a wider integral type. A
-    filter on it is pushed into the subquery onto the cast, which the
-    optimizer unwraps onto the column (UnwrapCastInBinaryComparison); the
-    subquery's output then guarantees nothing of its own column (the
-    constraint names the inner one), so the filter is not inferred across a
-    join equality."""
-    out = set()
-    for alias, source in block.sources.items():
-        sub = source.block
-        if sub is None or sub.select is None:
-            continue
-        inner = _source_types(sub, catalog, memo)
-        only = next(iter(inner.values())) if len(inner) == 1 else {}
-        for p in sub.select.expressions:
-            e = p.unalias()
-            if not (isinstance(e, exp.Cast) and isinstance(e.this, exp.Column)):
-                continue
-            col_type = inner.get(e.this.table, only).get(e.this.name.lower())
-            if _integral_up_cast(col_type, e.to.sql("spark"), strictly=True):
-                out.add((alias, p.alias_or_name.lower()))
-    return out
-
-
-def _integral_up_cast(col_type: str | None, to: str, strictly: bool = False) -> bool:
-    """A cast of an integral `col_type` column to an integral type at least (`strictly`: more) as wide:
-    one the optimizer unwraps in a comparison with a literal (UnwrapCastInBinaryComparison)."""
-    if not col_type or norm_type(col_type) not in INTEGRAL or norm_type(to) not in INTEGRAL:
-        return False
-    low, high = INTEGRAL.index(norm_type(col_type)), INTEGRAL.index(norm_type(to))
-    return low < high if strictly else low <= high
-
-
-def _widened_columns(union: Block, catalog: Catalog, memo: dict) -> set[str]:
-    """The output columns of a UNION block whose branches differ in type (Spark casts some branches')."""
-    if union.select is not None or not union.branches:
-        return set()
-    branches = [_output_types(b, catalog, memo) for b in union.branches]
-    columns = [list(b.values()) for b in branches]
-    return {
-        name
-        for i, name in enumerate(branches[0])
-        if len({norm_type(c[i]) if i < len(c) and c[i] else None for c in columns}) > 1
-    }
-
-
-def _source_types(block: Block, catalog: Catalog, memo: dict) -> dict[str, dict[str, str | None]]:
-    """Per source alias of `block`, its columns' types where they are plain
-    columns or casts down to a base table (None where not known)."""
-    out: dict[str, dict[str, str | None]] = {}
-    for alias, source in block.sources.items():
-        if source.table is not None:
-            info = catalog.get(source.name)
-            out[alias] = dict(info.columns) if info is not None else {}
-        elif source.block is not None:
-            out[alias] = _output_types(source.block, catalog, memo)
-    return out
-
-
-def _output_types(block: Block, catalog: Catalog, memo: dict) -> dict[str, str | None]:
-    """A block's output columns' types where they are plain columns, casts or
-    arithmetic on a column down to a base table (a set operation's: its
-    first branch's); None where not known. `memo`: per block (id()), what
-    this query's analysis computed already."""
-    if id(block) not in memo:
-        memo[id(block)] = _computed_output_types(block, catalog, memo)
-    return memo[id(block)]
-
-
-def _computed_output_types(block: Block, catalog: Catalog, memo: dict) -> dict[str, str | None]:
-    if block.select is None:
-        return union_types([_output_types(b, catalog, memo) for b in block.branches])
-    types: dict[str, str | None] = {}
-    inner = _source_types(block, catalog, memo)
-    only = next(iter(inner.values())) if len(inner) == 1 else {}
-    for p in block.select.expressions:
-        e = p.unalias()
-        if isinstance(e, exp.Cast):
-            types[p.alias_or_name.lower()] = e.to.sql("spark").lower()
-        elif isinstance(e, exp.Column):
-            types[p.alias_or_name.lower()] = inner.get(e.table, only).get(e.name.lower())
-        elif (column := e.find(exp.Column)) is not None:
-            types[p.alias_or_name.lower()] = arithmetic_type(e, inner.get(column.table, only).get(column.name.lower()))
-    return types
 
 
 # Comparisons of a column with literals that cross join equalities as `=` and IN do (Spark infers every
@@ -598,315 +481,3 @@ def _substituted(filters: list[exp.Expression], select: exp.Select) -> list[exp.
                 c.replace(replacement)
         out.append(copy)
     return out
-
-
-def never_true_filter(f: exp.Expression, columns: dict[str, str | None]) -> bool:
-    """`column = literal`, `column <=> literal` or `column IN (literals)`
-    (the column itself or cast up to a wider integral type) with no literal in
-    the range of the integral column (NULLs aside): Spark's optimizer makes
-    the filter false and plans an empty relation instead of the scan and of
-    every operator the emptiness reaches."""
-    if not isinstance(f, exp.EQ | exp.NullSafeEQ | exp.In) or f.args.get("query"):
-        return False
-    col_type = _range_type(f.this, columns)
-    return col_type is not None and _past_range(f, col_type)
-
-
-_COMPARE = {
-    exp.EQ: operator.eq,
-    exp.NEQ: operator.ne,
-    exp.LT: operator.lt,
-    exp.LTE: operator.le,
-    exp.GT: operator.gt,
-    exp.GTE: operator.ge,
-}
-
-
-def contradictory(filters: list[exp.Expression], columns: dict[str, str | None]) -> bool:
-    """Whether the filters on one scan, ANDed, hold for no row: a column equal to
-    a literal (`day = '2024-01-03'`) and another comparison of it with
-    literals that the value fails (`day between '2024-01-01' and '2024-01-02'`).
-    Spark's optimizer puts the value in the others (ConstantPropagation),
-    folds them to false and plans an empty relation. Only a string column
-    against strings, or an integral one against whole numbers."""
-    fixed: dict[str, object] = {}
-    for f in filters:
-        pair = _column_literal(f, columns) if isinstance(f, exp.EQ) else None
-        if pair is not None:
-            name, value = pair
-            if name in fixed and not _holds(operator.eq, fixed[name], value):
-                return True
-            fixed[name] = value
-    for f in filters:
-        for name, check in _checks(f, columns):
-            if name in fixed and not check(fixed[name]):
-                return True
-    return False
-
-
-def _same_kind(value, other):
-    """`value` as compared with `other`: a string compared with a date is cast to one (None: it is no date)."""
-    if isinstance(other, dt.date) and isinstance(value, str):
-        try:
-            return dt.date.fromisoformat(value)
-        except ValueError:
-            return None
-    return value
-
-
-def _holds(compare, a, b) -> bool:
-    a, b = _same_kind(a, b), _same_kind(b, a)
-    return True if a is None or b is None else compare(a, b)  # what cannot be compared here may hold
-
-
-def _column_literal(f: exp.Expression, columns: dict[str, str | None]):
-    """(column, value) of `column <op> literal` (either side), the value of the column's kind; None otherwise."""
-    left, right = f.left.unnest(), f.right.unnest()
-    if not isinstance(left, exp.Column):
-        left, right = right, left
-    if not isinstance(left, exp.Column):
-        return None
-    value = _comparable(right, columns.get(left.name.lower()))
-    return None if value is None else (left.name.lower(), value)
-
-
-def _comparable(node: exp.Expression, col_type: str | None):
-    """A literal as a value compared with a column of `col_type`: a string with a string column, a whole
-    number with an integral one; None for anything else (whose comparison Spark may cast otherwise)."""
-    text = literal_value(node)
-    if col_type is None:
-        return None
-    t = norm_type(col_type)
-    today = today_relative(node)
-    if today is not None and t in ("string", "date"):
-        return today  # Spark compares the column cast to a date
-    if text is None or text == "NULL":
-        return None
-    if t == "string":
-        return text if is_string(node) else None
-    if t in INTEGRAL and not is_string(node):
-        try:
-            number = float(text)
-        except ValueError:
-            return None
-        return int(number) if number == int(number) else None
-    return None
-
-
-def _checks(f: exp.Expression, columns: dict[str, str | None]):
-    """(column, test of the column's value) for each comparison of a column with literals in `f`."""
-    if type(f) in _COMPARE:
-        left, right = f.left.unnest(), f.right.unnest()
-        compare = _COMPARE[type(f)]
-        if isinstance(left, exp.Column):
-            value = _comparable(right, columns.get(left.name.lower()))
-            if value is not None:
-                return [(left.name.lower(), lambda v, c=compare, x=value: _holds(c, v, x))]
-        if isinstance(right, exp.Column):
-            value = _comparable(left, columns.get(right.name.lower()))
-            if value is not None:
-                return [(right.name.lower(), lambda v, c=compare, x=value: _holds(c, x, v))]
-        return []
-    if isinstance(f, exp.Between) and isinstance(f.this, exp.Column):
-        col_type = columns.get(f.this.name.lower())
-        low, high = _comparable(f.args["low"], col_type), _comparable(f.args["high"], col_type)
-        if low is not None and high is not None:
-            return [
-                (
-                    f.this.name.lower(),
-                    lambda v, lo=low, hi=high: _holds(operator.le, lo, v) and _holds(operator.le, v, hi),
-                )
-            ]
-    if isinstance(f, exp.In) and isinstance(f.this, exp.Column) and not f.args.get("query"):
-        col_type = columns.get(f.this.name.lower())
-        values = [_comparable(v, col_type) for v in f.expressions]
-        if values and None not in values:
-            return [(f.this.name.lower(), lambda v, vs=tuple(values): any(_holds(operator.eq, v, x) for x in vs))]
-    return []
-
-
-def _past_range(f: exp.Expression, col_type: str) -> bool:
-    """`column = literal` (or `<=>`), or `column IN (literals)`, with no literal in the
-    range of the integral `col_type` (NULLs aside)."""
-    if norm_type(col_type) not in INTEGRAL or not isinstance(f, exp.EQ | exp.NullSafeEQ | exp.In):
-        return False
-    nodes = f.expressions if isinstance(f, exp.In) else [f.expression]
-    values = [literal_value(n) for n in nodes]
-    if any(v is None for v in values):
-        return False
-    typed_values = [typed(v, n, col_type, in_list=isinstance(f, exp.In)) for v, n in zip(values, nodes, strict=True)]
-    return all(t is OUT_OF_RANGE or t is None for t in typed_values) and OUT_OF_RANGE in typed_values
-
-
-def _range_type(e: exp.Expression, columns: dict[str, str | None]) -> str | None:
-    """The integral type whose range decides whether `e = literal` can hold:
-    a column's; through a cast up to a wider integral type, the column's
-    (the optimizer unwraps the cast); `column + 1` (or -, *), its type (the
-    literal's wider type casts the whole expression, unwrapped the same way).
-    None for anything else."""
-    if isinstance(e, exp.Column):
-        return columns.get(e.name.lower())
-    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Column):
-        inner = columns.get(e.this.name.lower())
-        return inner if _integral_up_cast(inner, e.to.sql("spark")) else None
-    column = e.find(exp.Column)
-    return arithmetic_type(e, columns.get(column.name.lower())) if column is not None else None
-
-
-# ---- how many buckets a scan's filters select --------------------------------------------
-
-
-def _judge(info: RelationInfo, filters: list[exp.Expression], settings: EngineSettings, node) -> Finding | None:
-    spec = info.bucket or (info.latest if info.evolving else None)
-    if spec is None or spec.buckets <= 1:
-        return None
-    columns = [c.lower() for c in spec.clustered_by]
-    touching = [f for f in filters if any(c.name.lower() in columns for c in f.find_all(exp.Column))]
-    if not touching:
-        return None
-    key_types = [info.columns.get(c) for c in columns]
-    usable, reasons = E.usable_spec(info.bucket, key_types, settings, info.built_by_package)
-    read: int | None = spec.buckets
-    if info.evolving:
-        reasons = [E.EVOLVING_TABLE]
-    elif usable:
-        selected, reasons = _spark_selected(touching, columns, key_types, spec.buckets)
-        if settings.extension and (info.built_by_package or (settings.foreign_tables and spec.hash == "hive")):
-            # Read by the extension, which prunes every family; on Spark's hash Spark's own choice stands too.
-            by_extension, why = extension_selected(touching, spec, key_types)
-            selected = _and(by_extension, selected if spec.hash == "spark" else ALL)
-            reasons = why if selected is ALL else []
-        read = len(selected) if isinstance(selected, set) else (spec.buckets if selected is ALL else None)
-    side = Side(
-        relation=info.name,
-        keys=columns,
-        bucketed=usable and not info.evolving,
-        shuffle=False,
-        reasons=reasons,
-        local_keys=columns,
-    )
-    finding = Finding("lookup", source_line(touching[0], node), [side], buckets=spec.buckets, buckets_read=read)
-    finding.suggestions = _suggestions(info, columns, key_types[0], reasons)
-    return finding
-
-
-def _spark_selected(filters, columns: list[str], key_types: list[str | None], buckets: int):
-    """Spark's own pruning, of a table bucketed by one column: (bucket ids, reasons)."""
-    if len(columns) > 1:
-        return ALL, [ONE_COLUMN]
-    return _selected(filters, columns[0], key_types[0], buckets)
-
-
-def _selected(filters, column: str, col_type: str | None, buckets: int):
-    """(bucket ids, reasons); ALL for every bucket, "unknown" when a value cannot be hashed here."""
-    reasons: list[str] = []
-    result = ALL
-    for f in filters:
-        part = _bucket_set(f, column, col_type, buckets, reasons)
-        result = _and(result, part)
-    return result, list(dict.fromkeys(reasons)) if result is ALL else []
-
-
-def _and(a, b):
-    if a == "unknown" or b == "unknown":
-        return "unknown"
-    if a is ALL:
-        return b
-    return a if b is ALL else a & b
-
-
-def _or(a, b):
-    if a == "unknown" or b == "unknown":
-        return "unknown"
-    return ALL if a is ALL or b is ALL else a | b
-
-
-def _bucket_set(e: exp.Expression, column: str, col_type: str | None, n: int, reasons: list[str]):
-    e = e.unnest() if isinstance(e, exp.Paren) else e
-    touches = any(c.name.lower() == column for c in e.find_all(exp.Column))
-    if isinstance(e, exp.And):
-        return _and(
-            _bucket_set(e.left, column, col_type, n, reasons), _bucket_set(e.right, column, col_type, n, reasons)
-        )
-    if isinstance(e, exp.Or):
-        left, right = (_bucket_set(x, column, col_type, n, reasons) for x in (e.left, e.right))
-        if (left is ALL) != (right is ALL) and touches:
-            reasons.append(OR_OTHER)
-        return _or(left, right)
-    if not touches:
-        return ALL
-    if isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
-        ok = on_column(e.this, column, None, reasons, col_type)
-        return _ids([None], col_type, n) if ok else ALL
-    if isinstance(e, exp.EQ | exp.NullSafeEQ):
-        col, value = e.left, e.right
-        literal = literal_value(value)
-        if literal is None:
-            # Spark matches `column = literal` only in that order, and the optimizer does not swap them.
-            reasons.append(LITERAL_FIRST if literal_value(e.left) is not None else NOT_PRUNABLE)
-            return ALL
-        if literal == "NULL":
-            # `= NULL` is never true; `<=> NULL` is IS NULL.
-            null_safe = isinstance(e, exp.NullSafeEQ) and on_column(col, column, value, reasons, col_type)
-            return _ids([None], col_type, n) if null_safe else ALL
-        if not on_column(col, column, value, reasons, col_type):
-            return ALL
-        value_typed = typed(literal, value, col_type, in_list=False)
-        if value_typed is CASTS_COLUMN:
-            reasons.append(LITERAL_TYPE)
-            return ALL
-        return _ids([value_typed], col_type, n)
-    if isinstance(e, exp.In) and not e.args.get("query"):
-        literals = [literal_value(v) for v in e.expressions]
-        if any(v is None for v in literals):
-            reasons.append(NOT_PRUNABLE)
-            return ALL
-        first = next((x for x, v in zip(e.expressions, literals, strict=True) if v != "NULL"), e.expressions[0])
-        if not on_column(e.this, column, first, reasons, col_type):
-            return ALL
-        values = [typed(v, node, col_type, in_list=True) for v, node in zip(literals, e.expressions, strict=True)]
-        if any(t is CASTS_COLUMN for t in values):
-            reasons.append(LITERAL_TYPE)
-            return ALL
-        # Spark's pruning reads NULL's bucket for a NULL in the list; the optimizer drops the literals past an
-        # integral column's range (UnwrapCastInBinaryComparison), which no row can equal.
-        return _ids([t for t in values if t is not OUT_OF_RANGE], col_type, n)
-    reasons.append(NOT_PRUNABLE)
-    return ALL
-
-
-def _ids(values: list, col_type: str | None, n: int):
-    try:
-        return {hashing.bucket_id([v], [col_type or "string"], n, "spark") for v in values}
-    except (hashing.UnsupportedTypeError, ValueError, TypeError, OverflowError, struct.error):
-        return "unknown"
-
-
-def _suggestions(info: RelationInfo, columns: list[str], col_type: str | None, reasons: list[str]) -> list[str]:
-    rel, col = info.name, columns[0]
-    texts = {
-        ONE_COLUMN: f"Spark prunes buckets only on a table bucketed by one column; {rel} is bucketed by "
-        f"({', '.join(columns)}), so every bucket is read",
-        NOT_PRUNABLE: f"only =, <=>, IN (literals) and IS NULL on {col} (and AND/OR of them) select buckets; "
-        "a range, a negation or a comparison with another column reads every bucket",
-        OR_OTHER: f"an OR with a condition on another column reads every bucket of {rel}",
-        LITERAL_TYPE: f"compare {col} with literals of its own type ({col_type}): here Spark casts the column, "
-        "which reads every bucket",
-        LITERAL_FIRST: f"write the column first ({col} = value): Spark selects buckets only for that order",
-        E.KEY_CAST: f"filter on {col} itself, not a cast of it",
-        E.KEY_EXPRESSION: f"filter on {col} itself, not an expression of it",
-        E.HIVE_HASH: f"{rel} uses Hive's hash, which Spark does not read as bucketed, so it cannot prune buckets",
-        EVERY_COLUMN: f"the extension prunes {rel} by the combinations of all its bucket columns "
-        f"({', '.join(columns)}): give each of them (=, IN, IS NULL)",
-        FLOAT_KEY: f"{col} is a floating-point column, which the extension does not prune by (= takes -0.0 and "
-        "0.0 as one value where a hash may not)",
-        E.BUCKETING_DISABLED: "spark.sql.sources.bucketing.enabled is false",
-        E.FOREIGN_TABLE: f"{rel} was not built by this package: SET spark_bucketing.extension.foreignTables=true "
-        "to read it bucketed, pruned by Hive's hash",
-        E.HIVE_V2_FLOAT_KEY: f"{rel} is bucketed by Hive's v2 hash on a floating-point column, which the extension "
-        "reads unbucketed",
-        E.HIVE_KEY_TYPE: f"{rel} is bucketed by Hive's hash on a column type the extension does not hash as Hive "
-        "does, so it reads the table unbucketed",
-        E.EVOLVING_TABLE: f"{rel} is declared unbucketed while its partitions' specs differ: backfill to converge",
-    }
-    return [texts[r] for r in reasons if r in texts]

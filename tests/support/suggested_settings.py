@@ -8,10 +8,13 @@ import re
 from collections import Counter
 
 from spark_bucketing.checker import Catalog, analyze_sql
+from spark_bucketing.checker.declared import declare
 from spark_bucketing.checker.engines import SESSION_KEYS
+from spark_bucketing.checker.relations import catalog_from_json, catalog_to_json
 from spark_bucketing.checker.verify import session_conf, session_values, verify
 from spark_bucketing.contracts import FOREIGN_TABLES_SWITCH
 from spark_bucketing.extension import SWITCH
+from spark_bucketing.metadata import BucketSpec
 from tests.support.checker_corpus import check_settings
 
 SETTING = re.compile(r"\b(?:set|SET) (spark[\w.]+)=(true|false|\d+)\b")
@@ -60,3 +63,65 @@ def try_suggested_settings(client, catalog: Catalog, query: str, conf: dict[str,
         if not shuffles_after < sum(s.shuffle for s in f.sides):
             failed.append((query, f.to_json(), settings, plan))
     return tried, failed
+
+
+MATERIALIZE = re.compile(
+    r"materialize (\S+) with bucketed_table, clustered_by=\[([^\]]*)\](?:, buckets=(\d+))?"
+    r"(?:, bucket_hash='(\w+)')?(?:, bucketing_version=(\d))?"
+)
+
+
+def try_suggested_specs(client, catalog: Catalog, query: str, conf: dict[str, str], schema: str) -> tuple[int, list]:
+    """For each finding that shuffles for one reason and is told to materialize a relation bucketed: every
+    relation the query reads declared in `schema` as `--catalog local` declares it (no data), that one with the
+    suggested spec (the package's default hash, Hive's, where the text names none), and the query planned
+    there. Returns (suggestions tried, the findings whose shuffle the suggested spec left)."""
+    conf = {"spark.sql.ansi.enabled": "false", **conf}
+    session = session_values(client, SESSION_KEYS)
+    findings = analyze_sql(query, catalog, check_settings(conf, session))
+    tried, failed = 0, []
+    for i, f in enumerate(findings):
+        reasons = {r for s in f.sides if s.shuffle for r in s.reasons}
+        specs = [m for t in f.suggestions if (m := MATERIALIZE.match(t))]
+        if f.kind == "lookup" or f.unknown or f.shuffle_free or len(reasons) != 1 or len(specs) != 1:
+            continue
+        relation, keys, buckets, hash_, version = specs[0].groups()
+        moved, local = _declared(client, catalog, query, schema, relation)
+        info = local.get(moved(relation))
+        info.bucket = BucketSpec(
+            hash_ or "hive",
+            tuple(k.strip() for k in keys.split(",")),
+            int(buckets or 8),
+            version=int(version or 1),
+        )
+        info.partitions, info.latest, info.built_by_package = [], None, True
+        client.query(f"drop table if exists {moved(relation)}")
+        declare(client, local, {moved(relation)})
+        again = analyze_sql(moved(query), local, check_settings(conf, session))
+        tried += 1
+        with session_conf(client, conf):
+            plan = verify(client, moved(query), again)[i] if len(again) == len(findings) else None
+        if plan is None or not isinstance(plan["plan"], list) or not sum(plan["plan"]) < _shuffled(f):
+            failed.append((query, f.to_json(), specs[0].group(0), plan))
+        client.query(f"drop database if exists {schema} cascade")
+    return tried, failed
+
+
+def _shuffled(f) -> int:
+    return sum(s.shuffle for s in f.sides)
+
+
+def _declared(client, catalog: Catalog, query: str, schema: str, relation: str):
+    """The relations `query` reads, declared in `schema` (one schema for all: their names keep their tables
+    apart); (the renaming, the declared catalog)."""
+    names = sorted({n for n in catalog.relations if n in query}, key=len, reverse=True)
+
+    def moved(text: str) -> str:
+        for n in names:
+            text = text.replace(n, f"{schema}.{n.replace('.', '__')}")
+        return text
+
+    client.query(f"drop database if exists {schema} cascade")
+    local = catalog_from_json({moved(k): v for k, v in catalog_to_json(catalog).items() if k in names})
+    assert declare(client, local, set(local.relations)) == {}
+    return moved, local

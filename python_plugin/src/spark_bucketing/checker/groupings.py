@@ -90,7 +90,11 @@ def judge_grouping(
             desc = replace(desc, local=[*desc.local, "gid"])
     elif not ok:
         if part is None:
-            reasons = [n for n in desc.notes if n not in (E.KEY_CAST, E.KEY_EXPRESSION)] or [E.NOT_BUCKETED]
+            # What the keys went through (a cast, an expression) is an obstacle of its own: a table bucketed
+            # on the column is read bucketed and still loses it there.
+            through = [n for n in desc.notes if n in (E.KEY_CAST, E.KEY_EXPRESSION)]
+            reasons = [n for n in desc.notes if n not in through] or ([] if through else [E.NOT_BUCKETED])
+            reasons += through
         else:
             reasons = [E.KEYS_NOT_BUCKET_COLUMNS]
         if len(plain) < len(keys):

@@ -39,7 +39,8 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 "the table unbucketed, as stock Spark does: bucket it by a column of another type",
                 E.SPARK_HASH_IN_TRINO: f"{rel} uses Spark's hash, which Trino reads as unbucketed: "
                 "set bucket_hash='hive' if Trino is the reader that matters",
-                E.NOT_BUCKETED: not_bucketed_text(rel, side.keys, (left or right).num if (left or right) else None),
+                E.NOT_BUCKETED: not_bucketed_text(rel, side.keys, (left or right).num if (left or right) else None)
+                + _hash_clause(other, settings),
                 E.KEYS_NOT_BUCKET_COLUMNS: f"join or group {rel} on its bucket columns, or bucket it by ({keys})",
                 E.KEYS_SUPERSET: f"join on exactly the bucket columns of {rel}, or set "
                 "spark.sql.requireAllClusterKeysForCoPartition=false" + _superset_hint(settings, left, right),
@@ -87,6 +88,17 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
             f"{SORT_ORDERING_SETTING}=true and the sort-merge join skips its Sort"
         )
     return out
+
+
+def _hash_clause(other: Part | None, settings: EngineSettings) -> str:
+    """The hash family a table bucketed on the suggestion's keys must use to be read bucketed here: the
+    other side's where it is a bucketed read (Hive's only with the extension), else Spark's where the
+    extension is off (the package's default, Hive's hash, is read unbucketed by stock Spark)."""
+    if other is not None and other.bucketed:
+        if other.hash == "spark":
+            return ", bucket_hash='spark'"
+        return ", bucket_hash='hive'" + (", bucketing_version=2" if other.hash == "hive v2" else "")
+    return "" if settings.extension else ", bucket_hash='spark'"
 
 
 def not_bucketed_text(relation: str, keys: list[str], buckets: int | None) -> str:

@@ -140,7 +140,7 @@ FILE_WEIGHTS = {
     "test_merge.py": 229,
     "test_hive_bucketing_v2.py": 223,
     "test_incremental.py": 215,
-    "test_checker_corpus.py": 170,
+    "test_checker_corpus.py": 270,  # 170 before the materializations followed (about 100 s, 2026-12-05)
     # Not in that run (alone, 2026-12-05): dbt's generic adapter classes, three passes (120 s); the README's
     # project in a process of its own (40 s); a first day's commands in-process (25 s); SB01 on the corpus (11 s).
     "test_no_harm.py": 200,

@@ -20,7 +20,7 @@ from spark_bucketing.connection import DbtTargetClient
 from spark_bucketing.metadata import SparkClient
 from tests.support.checker_corpus import CORPUS, FROZEN, TABLES, S, check_settings
 from tests.support.incremental import run_model
-from tests.support.suggested_settings import try_suggested_settings
+from tests.support.suggested_settings import try_suggested_settings, try_suggested_specs
 
 AUTO_BUCKETED_SCAN = "spark.sql.sources.bucketing.autoBucketedScan.enabled"
 
@@ -193,6 +193,19 @@ def test_every_setting_the_checker_suggests_removes_its_shuffle(corpus):
         tried += counts
     assert tried, "the corpus offers settings"
     print(f"suggested settings tried, per reason code: {dict(sorted(tried.items()))}")
+
+
+def test_every_materialization_the_checker_suggests_removes_its_shuffle(corpus):
+    """`materialize X with bucketed_table, clustered_by=[...], ...` followed on the corpus: X declared with the
+    suggested spec (as --catalog local declares it), the query planned again, and that shuffle is gone."""
+    client, catalog = corpus
+    tried = 0
+    for label, conf, sql in CORPUS:
+        n, failed = try_suggested_specs(client, catalog, sql.format(S=S), conf, "sugg_corpus")
+        assert not failed, (label, failed)
+        tried += n
+    print(f"materializations tried: {tried}")
+    assert tried >= 5
 
 
 def test_several_obstacles_are_named_at_once(corpus):

@@ -112,13 +112,14 @@ def _shuffled(f) -> int:
 
 
 def _declared(client, catalog: Catalog, query: str, schema: str, relation: str):
-    """The relations `query` reads, declared in `schema` (one schema for all: their names keep their tables
-    apart); (the renaming, the declared catalog)."""
-    names = sorted({n for n in catalog.relations if n in query}, key=len, reverse=True)
+    """The relations `query` reads, declared in `schema` under their own table names (a query naming a table
+    without an alias reads its columns by that name); (the renaming, the declared catalog)."""
+    names = sorted({n for n in catalog.relations if re.search(rf"\b{re.escape(n)}\b", query)}, key=len, reverse=True)
+    assert len({n.split(".")[-1] for n in names}) == len(names), f"two tables of one name in {query}"
 
     def moved(text: str) -> str:
         for n in names:
-            text = text.replace(n, f"{schema}.{n.replace('.', '__')}")
+            text = re.sub(rf"\b{re.escape(n)}\b", f"{schema}.{n.split('.')[-1]}", text)
         return text
 
     client.query(f"drop database if exists {schema} cascade")

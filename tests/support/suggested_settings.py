@@ -72,10 +72,10 @@ MATERIALIZE = re.compile(
 
 
 def try_suggested_specs(client, catalog: Catalog, query: str, conf: dict[str, str], schema: str) -> tuple[int, list]:
-    """For each finding that shuffles for one reason and is told to materialize a relation bucketed: every
-    relation the query reads declared in `schema` as `--catalog local` declares it (no data), that one with the
-    suggested spec (the package's default hash, Hive's, where the text names none), and the query planned
-    there. Returns (suggestions tried, the findings whose shuffle the suggested spec left)."""
+    """For each finding that shuffles for one reason and is told to materialize a relation bucketed: that
+    relation declared in `schema` under its own table name, with the suggested spec (the package's default
+    hash, Hive's, where the text names none) and no data, as `--catalog local` declares it, and the query
+    planned again reading it there. Returns (suggestions tried, the findings whose shuffle it left)."""
     conf = {"spark.sql.ansi.enabled": "false", **conf}
     session = session_values(client, SESSION_KEYS)
     findings = analyze_sql(query, catalog, check_settings(conf, session))
@@ -86,21 +86,24 @@ def try_suggested_specs(client, catalog: Catalog, query: str, conf: dict[str, st
         if f.kind == "lookup" or f.unknown or f.shuffle_free or len(reasons) != 1 or len(specs) != 1:
             continue
         relation, keys, buckets, hash_, version = specs[0].groups()
-        moved, local = _declared(client, catalog, query, schema, relation)
-        info = local.get(moved(relation))
+        moved = f"{schema}.{relation.split('.')[-1]}"
+        info = catalog_from_json({moved: catalog_to_json(catalog)[relation]}).get(moved)
         info.bucket = BucketSpec(
-            hash_ or "hive",
-            tuple(k.strip() for k in keys.split(",")),
-            int(buckets or 8),
-            version=int(version or 1),
+            hash_ or "hive", tuple(k.strip() for k in keys.split(",")), int(buckets or 8), version=int(version or 1)
         )
         info.partitions, info.latest, info.built_by_package = [], None, True
-        client.query(f"drop table if exists {moved(relation)}")
-        declare(client, local, {moved(relation)})
-        again = analyze_sql(moved(query), local, check_settings(conf, session))
+        local = Catalog()
+        for other in catalog.relations.values():
+            local.add(other)
+        local.add(info)
+        client.query(f"drop database if exists {schema} cascade")
+        assert declare(client, local, {moved}) == {}
+        # A query may name a table without an alias: the declared copy keeps the table's own name.
+        again_sql = re.sub(rf"\b{re.escape(relation)}\b", moved, query)
+        again = analyze_sql(again_sql, local, check_settings(conf, session))
         tried += 1
         with session_conf(client, conf):
-            plan = verify(client, moved(query), again)[i] if len(again) == len(findings) else None
+            plan = verify(client, again_sql, again)[i] if len(again) == len(findings) else None
         if plan is None or not isinstance(plan["plan"], list) or not sum(plan["plan"]) < _shuffled(f):
             failed.append((query, f.to_json(), specs[0].group(0), plan))
         client.query(f"drop database if exists {schema} cascade")
@@ -109,20 +112,3 @@ def try_suggested_specs(client, catalog: Catalog, query: str, conf: dict[str, st
 
 def _shuffled(f) -> int:
     return sum(s.shuffle for s in f.sides)
-
-
-def _declared(client, catalog: Catalog, query: str, schema: str, relation: str):
-    """The relations `query` reads, declared in `schema` under their own table names (a query naming a table
-    without an alias reads its columns by that name); (the renaming, the declared catalog)."""
-    names = sorted({n for n in catalog.relations if re.search(rf"\b{re.escape(n)}\b", query)}, key=len, reverse=True)
-    assert len({n.split(".")[-1] for n in names}) == len(names), f"two tables of one name in {query}"
-
-    def moved(text: str) -> str:
-        for n in names:
-            text = re.sub(rf"\b{re.escape(n)}\b", f"{schema}.{n.split('.')[-1]}", text)
-        return text
-
-    client.query(f"drop database if exists {schema} cascade")
-    local = catalog_from_json({moved(k): v for k, v in catalog_to_json(catalog).items() if k in names})
-    assert declare(client, local, set(local.relations)) == {}
-    return moved, local

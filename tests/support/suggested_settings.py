@@ -10,20 +10,17 @@ from collections import Counter
 from spark_bucketing.checker import Catalog, analyze_sql
 from spark_bucketing.checker.declared import declare
 from spark_bucketing.checker.engines import SESSION_KEYS
+from spark_bucketing.checker.proven import offered_settings
 from spark_bucketing.checker.relations import catalog_from_json, catalog_to_json
 from spark_bucketing.checker.verify import session_conf, session_values, verify
 from spark_bucketing.contracts import FOREIGN_TABLES_SWITCH
-from spark_bucketing.extension import SWITCH
 from spark_bucketing.metadata import BucketSpec
 from tests.support.checker_corpus import check_settings
 
-SETTING = re.compile(r"\b(?:set|SET) (spark[\w.]+)=(true|false|\d+)\b")
-ENABLE_EXTENSION = "enable the session extension"
-
 
 def suggested_settings(finding, catalog: Catalog) -> dict[str, str]:
-    """The settings a finding's suggestions offer (a `set key=value`, or the session extension: for a table
-    this package did not build, with foreignTables, as the suggestion says)."""
+    """The settings a finding's suggestions offer, read as the checker reads its own texts (proven.py); the
+    foreignTables switch only for a shuffled side this package did not build, as the suggestion says."""
     out = {}
     foreign = any(
         (info := catalog.get(s.relation or "")) is not None and not info.built_by_package
@@ -31,11 +28,10 @@ def suggested_settings(finding, catalog: Catalog) -> dict[str, str]:
         if s.shuffle
     )
     for text in finding.suggestions:
-        out.update(dict(SETTING.findall(text)))
-        if ENABLE_EXTENSION in text:
-            out[SWITCH] = "true"
-            if foreign and f"{FOREIGN_TABLES_SWITCH}=true" in text:
-                out[FOREIGN_TABLES_SWITCH] = "true"
+        offered = offered_settings(text)
+        if not foreign:
+            offered.pop(FOREIGN_TABLES_SWITCH, None)
+        out.update(offered)
     return out
 
 

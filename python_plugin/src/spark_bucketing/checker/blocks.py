@@ -99,3 +99,13 @@ def _semi_join_sides(scope: Scope) -> dict[str, exp.Expression]:
         return {}
     joins = scope.expression.args.get("joins") or []
     return {j.this.alias_or_name: j.this for j in joins if (j.args.get("kind") or "").lower() in ("semi", "anti")}
+
+
+def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    """The ANDed conditions of `e` (a WHERE's or an ON's condition), parentheses opened; none for None."""
+    if e is None:
+        return []
+    e = e.unnest() if isinstance(e, exp.Paren) else e
+    if isinstance(e, exp.And):
+        return [c for part in e.flatten() for c in conjuncts(part)]
+    return [e]

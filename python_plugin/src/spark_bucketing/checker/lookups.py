@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from spark_bucketing.checker.blocks import Block, Query
+from spark_bucketing.checker.blocks import Block, Query, conjuncts
 from spark_bucketing.checker.bucket_selection import judge_lookup
 from spark_bucketing.checker.column_types import (
     source_types,
@@ -224,15 +224,6 @@ def _into_branches(block: Block, filters: list[Pushed], pushed: dict) -> None:
 # ---- which filters reach which scan ----------------------------------------------------
 
 
-def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
-    if e is None:
-        return []
-    e = e.unnest() if isinstance(e, exp.Paren) else e
-    if isinstance(e, exp.And):
-        return [c for part in e.flatten() for c in _conjuncts(part)]
-    return [e]
-
-
 def _aliases(e: exp.Expression) -> set[str]:
     if e.find(exp.Select) is not None:
         return set()  # a subquery in the filter: not a scan filter
@@ -254,11 +245,11 @@ def _block_filters(select: exp.Select) -> tuple[list, list, list]:
     and on the left side of a RIGHT JOIN."""
     where = select.args.get("where")
     joins = _planned_joins(select)
-    found = [c for c in _conjuncts(where.this if where else None) if not _null_test_on_outer(c, joins)]
+    found = [c for c in conjuncts(where.this if where else None) if not _null_test_on_outer(c, joins)]
     inner, outer = [], []
     for join, kind in joins:
         right = join.this.alias_or_name
-        for c in _conjuncts(join.args.get("on")):
+        for c in conjuncts(join.args.get("on")):
             aliases = _aliases(c)
             if len(aliases) != 1:
                 continue
@@ -306,7 +297,7 @@ def _inferred(
     for join, kind in joins:
         if kind != "inner" and not outer_too:
             continue
-        for c in _conjuncts(join.args.get("on")):
+        for c in conjuncts(join.args.get("on")):
             if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) and isinstance(c.right, exp.Column):
                 equal.append((c.left, c.right, kind))
     # The padded side of an outer join: a filter inferred onto it stays below the join (the join's output
@@ -436,7 +427,7 @@ def _constraints_from_below(query: Query) -> dict[int, list[exp.Expression]]:
         single = next(iter(block.sources)) if len(block.sources) == 1 else None
         held = [
             c
-            for c in _conjuncts(select.args["where"].this if select.args.get("where") else None)
+            for c in conjuncts(select.args["where"].this if select.args.get("where") else None)
             if isinstance(c, (exp.EQ, exp.In, *_RANGES)) and isinstance(c.this, exp.Column) and _literals(c)
         ]
         for alias, source in block.sources.items():

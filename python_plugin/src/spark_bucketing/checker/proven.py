@@ -17,11 +17,16 @@ from spark_bucketing.extension import SWITCH
 
 SETTING = re.compile(r"\b(?:set|SET) (spark[\w.]+)=(true|false|\d+)\b")
 ENABLE_EXTENSION = "enable the session extension"
+NOT_ENOUGH = "alone would not remove this shuffle"
+OTHER_PLAN = "this query plans otherwise"
 
 
 def offered_settings(text: str) -> dict[str, str]:
     """The settings a suggestion's text offers (the extension's foreignTables switch where it names it: it
-    changes only how tables this package did not build are read)."""
+    changes only how tables this package did not build are read); none from a text that says a setting
+    would not work (_not_enough's)."""
+    if NOT_ENOUGH in text or OTHER_PLAN in text:
+        return {}
     out = dict(SETTING.findall(text))
     if ENABLE_EXTENSION in text or f"{FOREIGN_TABLES_SWITCH}=true" in text:
         out[SWITCH] = "true"
@@ -73,8 +78,8 @@ def _shuffles(f: Finding) -> int:
 def _not_enough(offered: dict[str, str], same: Finding | None) -> str:
     stated = ", ".join(f"{k}={v}" for k, v in offered.items())
     if same is None:
-        return f"with {stated} this query plans otherwise; the checker cannot say whether it removes this shuffle"
+        return f"with {stated} {OTHER_PLAN}; the checker cannot say whether it removes this shuffle"
     remaining = [t for t in same.suggestions if not offered_settings(t)]
     reasons = sorted({r for s in same.sides if s.shuffle for r in s.reasons})
     tail = f": {'; '.join(remaining)}" if remaining else ""
-    return f"{stated} alone would not remove this shuffle (then: {', '.join(reasons) or 'none'}){tail}"
+    return f"{stated} {NOT_ENOUGH} (then: {', '.join(reasons) or 'none'}){tail}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from spark_bucketing.checker import engines as E
-from spark_bucketing.checker.blocks import Block, Query, Source
+from spark_bucketing.checker.blocks import Block, Query, Source, conjuncts
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.model import Output, Part
 from spark_bucketing.checker.ordering import scan_order
@@ -49,8 +49,7 @@ def scan_output(
     alias = source.table.alias_or_name
     # The block's own WHERE too: the conjuncts lookups.py leaves out (a scalar subquery's) still prune.
     where = block.node.args.get("where") if isinstance(block.node, exp.Select) else None
-    own = list(where.this.flatten()) if where is not None and isinstance(where.this, exp.And) else []
-    own = own or ([where.this] if where is not None else [])
+    own = conjuncts(where.this if where is not None else None)
     known = {f.sql() for f in filters or []}
     read, exact = partitions_read(info, alias, [*(filters or []), *(f for f in own if f.sql() not in known)])
     shared = None

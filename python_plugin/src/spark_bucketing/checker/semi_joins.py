@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from spark_bucketing.checker.blocks import Block
+from spark_bucketing.checker.blocks import Block, conjuncts
 from spark_bucketing.checker.groupings import block_windows
 from spark_bucketing.checker.join_keys import equi_pairs, key_of, same_column
 from spark_bucketing.checker.lines import source_line
@@ -42,8 +42,8 @@ def subquery_joins(where: exp.Expression, block: Block, aliases: list[str]) -> l
     each with its left keys in `block` ((alias, column) or an expression)."""
     only = aliases[0] if len(aliases) == 1 else None
     out = []
-    conjuncts = where.flatten() if isinstance(where, exp.And) else [where]
-    for n, pred in enumerate(conjuncts):
+    preds = where.flatten() if isinstance(where, exp.And) else [where]
+    for n, pred in enumerate(preds):
         negated = isinstance(pred, exp.Not)
         inner = pred.this if negated else pred
         if isinstance(inner, exp.In) and isinstance(inner.args.get("query"), exp.Subquery):
@@ -159,9 +159,8 @@ def _fixed_by_literal(block: Block, alias: str, column: str) -> bool:
     if select is None:
         return False
     where = select.args.get("where")
-    conjuncts = [] if where is None else where.this.flatten() if isinstance(where.this, exp.And) else [where.this]
     qualifiers = (alias, "") if len(block.sources) == 1 else (alias,)
-    for c in conjuncts:
+    for c in conjuncts(where.this if where is not None else None):
         if not isinstance(c, exp.EQ):
             continue
         for col, other in ((c.this, c.expression), (c.expression, c.this)):

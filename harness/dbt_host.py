@@ -7,7 +7,9 @@ see the catalog as those processes left it. A JVM costs such a test more
 than the command, so those commands go to this process: the parent writes a
 command's arguments as a JSON line to its stdin, it runs them with dbtRunner
 and answers with a JSON line (after MARKER) holding dbt's console output
-and whether the command succeeded.
+and whether the command succeeded. A JSON object `{"sql": ...}` instead runs
+one statement on the Spark session dbt started (`DbtHost.sql`): what a test
+reads back from the tables in the JVM that wrote them.
 
 Its Spark session caches no table relation and no file listing
 (FRESH_READS): each command reads the tables as the other processes left
@@ -49,8 +51,19 @@ class DbtHost:
 
     def invoke(self, args: list[str]) -> tuple[bool, str]:
         """dbt's answer to `args`: (success, console output)."""
+        return self._ask(args)
+
+    def sql(self, statement: str) -> list[list]:
+        """The rows of `statement` on the session of the dbt commands before it (dates, times and
+        decimals as ISO text, binary as hex); a failed statement raises with Spark's message."""
+        ok, out = self._ask({"sql": statement})
+        if not ok:
+            raise RuntimeError(f"{statement}\n{out}")
+        return json.loads(out)
+
+    def _ask(self, request: list[str] | dict[str, str]) -> tuple[bool, str]:
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps(args) + "\n")
+        self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         for line in self.proc.stdout:
             if line.startswith(MARKER):
@@ -69,16 +82,43 @@ class DbtHost:
                 self.proc.kill()
 
 
+def _plain(value):
+    """A Spark value as JSON holds it."""
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _run_sql(statement: str) -> tuple[bool, str]:
+    from pyspark.sql import SparkSession
+
+    try:
+        rows = SparkSession.builder.getOrCreate().sql(statement).collect()
+    except Exception as e:  # noqa: BLE001 (reported to the parent)
+        return False, f"{type(e).__name__}: {e}"
+    return True, json.dumps([[_plain(v) for v in row] for row in rows])
+
+
 def serve() -> None:
     from dbt.cli.main import dbtRunner
 
     answers = sys.stdout
     for line in sys.stdin:
+        request = json.loads(line)
+        if isinstance(request, dict):
+            ok, out = _run_sql(request["sql"])
+            answers.write(MARKER + json.dumps({"ok": ok, "output": out}) + "\n")
+            answers.flush()
+            continue
         output = io.StringIO()
         # dbt's console logger writes to the sys.stdout of the moment it is set up, at each invocation.
         with contextlib.redirect_stdout(output):
             try:
-                ok = dbtRunner().invoke(json.loads(line)).success
+                ok = dbtRunner().invoke(request).success
             except Exception as e:  # noqa: BLE001 (reported to the parent, which fails the test)
                 ok, output = False, io.StringIO(f"{output.getvalue()}\n{type(e).__name__}: {e}")
         answers.write(MARKER + json.dumps({"ok": ok, "output": output.getvalue()}) + "\n")

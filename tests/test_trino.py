@@ -13,6 +13,7 @@ list of keys) finds every row Spark finds."""
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -22,9 +23,12 @@ import pytest
 from harness.dbt_process import DbtProcessProject
 from harness.hive4_oracle import Hive4Oracle
 from harness.spark import TEST_JVM_FLAGS
-from harness.trino_server import TrinoServer
+from harness.trino_server import TrinoError, TrinoServer
 from spark_bucketing import extension
+from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
+from spark_bucketing.checker.relations import RelationInfo
 from spark_bucketing.contracts import FOREIGN_TABLES_SWITCH, FOREIGN_TABLES_VERIFY
+from spark_bucketing.metadata import BucketSpec
 
 STOCK, EXT, TRINO = "trino_stock", "trino_ext", "trino_own"
 #: Settings a Trino user sets to see bucketed joins on tables without statistics (Trino's cost-based
@@ -124,6 +128,23 @@ MODELS: dict[str, tuple[str, str, list[str], list[str], bool]] = {
         ["int"],
         True,
     ),
+    # Peers of v1_empty_buckets for the joins Trino plans: the same spec, half its buckets, no buckets.
+    "v1_peer": (
+        STOCK,
+        "{{ config(materialized='bucketed_table', clustered_by=['k'], buckets=32) }}\n"
+        "select id % 50 as k, id as w from range(0, 200)",
+        ["k"],
+        ["bigint"],
+        False,
+    ),
+    "v1_half": (
+        STOCK,
+        "{{ config(materialized='bucketed_table', clustered_by=['k'], buckets=16) }}\n"
+        "select id % 50 as k, id as w from range(0, 200)",
+        ["k"],
+        ["bigint"],
+        False,
+    ),
     "v2_daily_orc": (
         EXT,
         f"{{{{ config({_INC}, sorted_by=['k'], buckets=8, bucketing_version=2, file_format='orc') }}}}\n"
@@ -214,19 +235,22 @@ def _columns(spark_rows_of, table: str) -> list[str]:
     return [r[0] for r in spark_rows_of(f"describe {table}") if r[0] and not r[0].startswith("#")]
 
 
-#: Incremental runs point a replaced partition at its new folder with ALTER TABLE .. SET LOCATION (or, with the
-#: extension, one alterPartitions call): Spark writes the partition's storage descriptor anew, without the table's
-#: bucket columns and count, and Trino then refuses every query of the table ("Hive table is bucketed but partition
-#: .. is not bucketed"). Partitions an incremental run adds keep them (Hive copies the table's). Open: issue 84,
-#: docs/trino.md.
+#: Without the extension, an incremental run points a replaced partition at its new folder with ALTER TABLE ..
+#: SET LOCATION: Spark writes the partition's storage descriptor anew, without the table's bucket columns and
+#: count, and Trino then refuses every query of the table ("Hive table is bucketed but partition .. is not
+#: bucketed"). Partitions a run adds keep them (Hive copies the table's), and the extension's switch keeps them
+#: on the partitions it moves (HiveCatalogPartitions.alter). Spark SQL has no statement that alters a partition
+#: with its bucket spec: docs/trino.md.
 REPLACED_PARTITIONS_UNBUCKETED = pytest.mark.xfail(
     strict=True, reason="a replaced partition loses its bucket spec in the metastore (docs/trino.md)"
 )
-INCREMENTAL = {"v1_daily", "v1_append", "v1_merge", "v2_daily_orc", "v1_added_files"}
+#: The tables of the project without the extension that an incremental run replaced partitions of.
+STOCK_REPLACED = {"v1_daily", "v1_append", "v1_merge"}
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=REPLACED_PARTITIONS_UNBUCKETED) if n in INCREMENTAL else n for n in sorted(MODELS)]
+    "name",
+    [pytest.param(n, marks=REPLACED_PARTITIONS_UNBUCKETED) if n in STOCK_REPLACED else n for n in sorted(MODELS)],
 )
 def test_trino_reads_each_package_table_as_spark_does(trino, writers, oracle, metastore, name):
     project, _text, keys, key_types, partitioned = MODELS[name]
@@ -247,21 +271,64 @@ def test_trino_reads_each_package_table_as_spark_does(trino, writers, oracle, me
         assert set(counts.values()) == {-1}
         return
     assert all(count > 0 for count in counts.values()), counts
-    # Each row sits in the file of the bucket Hive 4 gives its key, for its partition's bucket count.
     version = 2 if name.startswith("v2") else 1
-    part = ', "$partition"' if partitioned else ""
-    placed = trino.query(f'select {", ".join(keys)}, "$bucket"{part}, "$path" from hive.{table}')
+    assert _misplaced(trino, oracle, f"hive.{table}", keys, key_types, counts, version) == []
+
+
+def _misplaced(trino, oracle, table: str, keys, key_types, counts: dict[str, int], version: int) -> list:
+    """The rows not in the file of the bucket Hive 4 gives their key, for their partition's bucket count
+    (`counts`, keyed by Trino's `$partition`, "" for a table not partitioned). Trino's own check is off here,
+    the two checks apart: the rows' reads above have it on."""
+    part = ', "$partition"' if "" not in counts else ""
+    placed = trino.query(
+        f'select {", ".join(keys)}, "$bucket"{part}, "$path" from {table}', {"hive.validate_bucketing": "false"}
+    )
     wrong = []
     by_count: dict[int, list] = {}
     for row in placed:
         key, bucket = row[: len(keys)], row[len(keys)]
-        partition = row[len(keys) + 1] if partitioned else ""
+        partition = row[len(keys) + 1] if part else ""
         typed = tuple(_typed(v, t) for v, t in zip(key, key_types, strict=True))
         by_count.setdefault(counts[partition], []).append((typed, bucket, row[-1]))
     for count, entries in by_count.items():
         answers = oracle.bucket_numbers([e[0] for e in entries], key_types, count, version)
         wrong += [(e, a) for e, a in zip(entries, answers, strict=True) if a[1] != e[1]]
-    assert wrong == []
+    return wrong
+
+
+@pytest.mark.parametrize(
+    "broken, misplaced",
+    [("a file named for another bucket", 30), ("rows placed by Spark's hash", 90)],
+)
+def test_the_checks_fail_on_a_broken_writer(trino, writers, oracle, metastore, tmp_path, broken, misplaced):
+    """The package's files copied under names a broken writer would give them, declared to Trino as the
+    package declares them: the placement check above and Trino's own validation both catch it."""
+    import shutil
+
+    from spark_bucketing import hashing
+
+    host = writers[STOCK].host
+    source = host.sql(f"describe formatted {STOCK}.v1_empty_buckets")
+    location = next(r[1] for r in source if r[0] == "Location").removeprefix("file:")
+    folder = tmp_path / broken.replace(" ", "_").replace("'", "")
+    folder.mkdir()
+    for f in _data_files(Path(location)):
+        bucket = int(f.name[:5])
+        if broken == "a file named for another bucket":
+            bucket = 5 if bucket == 1 else bucket
+        else:  # every row's file renamed to its bucket by Spark's hash (keys 0, 1 and 2: one key per file)
+            (key,) = {r[0] for r in host.sql(f"select k from parquet.`{f}`")}
+            bucket = hashing.bucket_id([key], ["bigint"], 32, "spark")
+        shutil.copy(f, folder / f"{bucket:05d}{f.name[5:]}")
+    name = f"hive.{TRINO}.broken_{len(broken)}"
+    trino.query(f"create schema if not exists hive.{TRINO}")
+    trino.query(
+        f"create table {name} (k bigint, v bigint) with (format = 'PARQUET', bucketed_by = ARRAY['k'], "
+        f"bucket_count = 32, external_location = '{folder.as_uri()}')"
+    )
+    assert len(_misplaced(trino, oracle, name, ["k"], ["bigint"], {"": 32}, 1)) == misplaced
+    with pytest.raises(TrinoError, match="HIVE_INVALID_BUCKET_FILES|Hive table is corrupt"):
+        trino.query(f"select * from {name}")
 
 
 def _typed(value, type_name: str):
@@ -318,3 +385,204 @@ def test_a_lookup_reads_one_bucket(trino, writers):
     assert files == 3
     stats = trino.query_stats(query_id)
     assert stats["rawInputPositions"] == 30, stats
+
+
+@pytest.fixture(scope="module")
+def trino_tables(trino, writers):
+    """Tables Trino creates and fills: v1 partitioned Parquet and v2 ORC, three INSERTs each (a bucket gets a
+    file per INSERT, named as Trino names them), keys that leave buckets empty."""
+    trino.query(f"create schema if not exists hive.{TRINO}")
+    trino.query(
+        f"create table hive.{TRINO}.t_v1 (k integer, v bigint, day date) with (format = 'PARQUET', "
+        "partitioned_by = ARRAY['day'], bucketed_by = ARRAY['k'], bucket_count = 8)"
+    )
+    trino.query(
+        f"create table hive.{TRINO}.t_v2 (k integer, v bigint) with (format = 'ORC', bucketed_by = ARRAY['k'], "
+        "bucket_count = 4, bucketing_version = 2)"
+    )
+    for n in range(3):
+        rows = ", ".join(
+            f"({k}, {n * 1000 + k * 10 + d}, date '2024-01-0{d + 1}')" for k in range(0, 40, 3) for d in range(2)
+        )
+        trino.query(f"insert into hive.{TRINO}.t_v1 values {rows}")
+        trino.query(f"insert into hive.{TRINO}.t_v2 values " + ", ".join(f"({k}, {n * 100 + k})" for k in range(0, 9)))
+    return ["t_v1", "t_v2"]
+
+
+def _data_files(folder: Path) -> list[Path]:
+    return [f for f in folder.rglob("*") if f.is_file() and not f.name.startswith((".", "_"))]
+
+
+@pytest.mark.parametrize("name", ["t_v1", "t_v2"])
+def test_the_extension_reads_tables_trino_wrote(trino, writers, trino_tables, metastore, name):
+    host = writers[EXT].host
+    table = f"{TRINO}.{name}"
+    files = _data_files(metastore.warehouse / f"{TRINO}.db" / name)
+    # Trino's own names, several files in a bucket, and empty buckets with no file.
+    assert files and all(f.name[:6].isdigit() for f in files), files
+    per_bucket = Counter((f.parent.name, int(f.name[:6])) for f in files)
+    assert max(per_bucket.values()) == 3
+    cols = "k, v, day" if name == "t_v1" else "k, v"
+    expected = _normalized(trino.query(f"select {cols} from hive.{table}"))
+    assert _normalized(host.sql(f"select {cols} from {table}")) == expected
+    host.sql("set spark.sql.sources.bucketing.enabled=false")
+    try:
+        assert _normalized(host.sql(f"select {cols} from {table}")) == expected
+    finally:
+        host.sql("set spark.sql.sources.bucketing.enabled=true")
+    # Read bucketed: a GROUP BY on the key has no Exchange, and a lookup reads one bucket of them.
+    plan = host.sql(f"explain select k, count(*) from {table} group by k")[0][0]
+    assert "Exchange" not in plan, plan
+    lookup = host.sql(f"explain select * from {table} where k = 3")[0][0]
+    buckets = 8 if name == "t_v1" else 4
+    assert f"SelectedBucketsCount: 1 out of {buckets}" in lookup, lookup
+
+
+def test_a_trino_table_joins_a_package_table_without_an_exchange(writers, trino_tables):
+    """Trino's v1 table and the package's of the same spec (Hive v1, an int key, 8 buckets), joined on the key."""
+    host = writers[EXT].host
+    plan = host.sql(f"explain select * from {TRINO}.t_v1 a join {STOCK}.v1_daily b on a.k = b.k")[0][0]
+    assert "Exchange" not in plan, plan
+    rows = host.sql(f"select count(*) from {TRINO}.t_v1 a join {STOCK}.v1_daily b on a.k = b.k")
+    assert rows[0][0] > 0
+
+
+def test_a_model_reads_a_trino_table(writers, trino_tables, trino):
+    project = writers[EXT]
+    (project.root / "models" / "from_trino.sql").write_text(
+        "{{ config(materialized='bucketed_incremental', partition_by='day', clustered_by=['k'], buckets=8) }}\n"
+        f"select k, v, day from {TRINO}.t_v1\n"
+    )
+    project.dbt("run", "--select", "from_trino")
+    rows = project.host.sql(f"select k, v, day from {EXT}.from_trino")
+    assert _normalized(rows) == _normalized(trino.query(f"select k, v, day from hive.{TRINO}.t_v1"))
+
+
+#: Queries over the package's tables, each as the checker reads it and as Trino plans it (two-part names: the
+#: client's catalog is Trino's Hive catalog).
+CHECKED_QUERIES = [
+    "select a.v, b.w from {s}.v1_empty_buckets a join {s}.v1_peer b on a.k = b.k",
+    "select a.v, b.w from {s}.v1_empty_buckets a join {s}.v1_half b on a.k = b.k",
+    "select a.v, b.w from {s}.v1_empty_buckets a join {s}.v1_peer b on a.k = b.k and a.v = b.w",
+    "select a.v, b.w from {s}.v1_empty_buckets a left join {s}.v1_peer b on a.k = b.k",
+    "select a.v, b.v from {s}.v1_empty_buckets a join {s}.v1_orc_flat b on a.v = b.v",
+    "select a.v, b.w from {s}.v1_empty_buckets a join {s}.v1_peer b on a.v = b.w",
+    "select k, count(*) from {s}.v1_peer group by k",
+    "select w, count(*) from {s}.v1_peer group by w",
+    "select k, w, count(*) from {s}.v1_peer group by k, w",
+    "select a.v from {s}.v1_rebuild a join {s}.v1_rebuild b on a.k = b.k",
+    "select a.v from {s}.v1_rebuild a join {s}.v1_rebuild b on a.k = b.k and a.day = b.day",
+    "select k, day, count(*) from {s}.v1_rebuild group by k, day",
+    "select k, w, row_number() over (partition by k order by w) as n from {s}.v1_peer",
+    "select k, w, row_number() over (partition by k, w order by w) as n from {s}.v1_peer",
+    "select k, count(distinct w) from {s}.v1_peer group by k",
+    "select k, count(distinct w), sum(distinct w % 7) from {s}.v1_peer group by k",
+    "select w, count(distinct k) from {s}.v1_peer group by w",
+]
+
+
+def _trino_catalog(host, metastore) -> Catalog:
+    """The checker's catalog of the stock project's tables, from their declarations in the metastore."""
+    catalog = Catalog()
+    for name, (project, _text, keys, _types, _partitioned) in MODELS.items():
+        if project != STOCK or name in STOCK_REPLACED or name == "v1_evolve_double":
+            continue
+        columns = {r[0]: r[1] for r in host.sql(f"describe {STOCK}.{name}") if r[0] and not r[0].startswith("#")}
+        (count,) = set(_bucket_counts(metastore, STOCK, name).values())
+        spec = BucketSpec("hive", tuple(keys), count, (), 1)
+        catalog.add(RelationInfo(f"{STOCK}.{name}", columns, spec, built_by_package=True, complete=True))
+    return catalog
+
+
+@pytest.mark.parametrize("sql", CHECKED_QUERIES)
+def test_the_checkers_trino_model_agrees_with_trinos_plans(trino, writers, metastore, sql):
+    query = sql.format(s=STOCK)
+    findings = analyze_sql(query, _trino_catalog(writers[STOCK].host, metastore), EngineSettings("trino", {}))
+    assert findings and not any(f.unknown for f in findings), findings
+    plan = trino.explain(query, PARTITIONED)
+    assert all(f.shuffle_free for f in findings) == (_exchanges(plan) == []), (findings, plan)
+
+
+CORPUS_SCHEMA = "trino_corpus"
+
+
+def _corpus_value(column: str, type_name: str) -> str:
+    return {"int": "cast(id % 13 as int)", "bigint": "id % 13", "string": "concat('s', id % 7)"}[type_name]
+
+
+@pytest.fixture(scope="module")
+def corpus_catalog(writers) -> Catalog:
+    """The checker corpus's tables as Hive-hash tables (Spark writes a Hive table's buckets by Hive's v1 hash),
+    64 rows each, and the checker's catalog of them."""
+    import re
+
+    from tests.support.checker_corpus import TABLES
+
+    host = writers[STOCK].host
+    host.sql(f"create database if not exists {CORPUS_SCHEMA}")
+    catalog = Catalog()
+    for name, (columns, clause, _storage) in TABLES.items():
+        host.sql(f"create table {CORPUS_SCHEMA}.{name} ({columns}) {clause or ''} stored as parquet")
+        cols = dict(c.split() for c in columns.split(", "))
+        values = ", ".join(f"{_corpus_value(c, t)} as {c}" for c, t in cols.items())
+        host.sql(f"insert into {CORPUS_SCHEMA}.{name} select {values} from range(0, 64)")
+        spec = None
+        if clause:
+            keys, count = re.match(r"clustered by \(([^)]*)\) into (\d+) buckets", clause).groups()
+            spec = BucketSpec("hive", tuple(k.strip() for k in keys.split(",")), int(count), (), 1)
+        catalog.add(RelationInfo(f"{CORPUS_SCHEMA}.{name}", cols, spec, built_by_package=False, complete=True))
+    return catalog
+
+
+#: Corpus queries where Trino 476's plan and the checker's Trino model still differ, each with Trino's behaviour
+#: the model lacks. The test fails on any other disagreement and on one of these agreeing (then drop it here).
+KNOWN_TRINO_DISAGREEMENTS = {
+    "union": "UNION ALL of branches bucketed alike keeps the buckets (Spark's does not)",
+    "union of one placement, grouped": "(the same)",
+    "union both sides": "(the same)",
+    "coalesced side of an outer join, then a DISTINCT of the smaller count": "a DISTINCT on more keys than the "
+    "bucket columns, read by a join on them, is not exchanged",
+    "not in subquery": "NOT IN exchanges the subquery's rows (NULLs replicated), where Spark broadcasts them",
+    "lookup in left join ON": "a key a literal fixes in a LEFT JOIN's ON leaves no equi-condition: a broadcast",
+    # Trino reads all the tables of a co-located fragment at its smallest count (power-of-two ratios), a join's
+    # or an aggregate's input too, where the model allows two counts only between two scans. (Allowing them
+    # everywhere made two joins over narrowed full joins disagree instead.)
+    "coalesced join joined again": "a join's output joined to a table of twice its count: no exchange",
+    "aggregate vs coalescable scan": "an aggregate's output joined to a table of half its count: no exchange",
+    "three-way then 16": "a join's output joined to a table of twice its count: no exchange",
+}
+
+
+def test_the_checkers_trino_model_on_the_corpus(trino, writers, corpus_catalog):
+    """Every corpus query over its own tables (Hive-hash here), as the checker's Trino model reads it and as
+    Trino plans it (translated by sqlglot; a query Trino refuses, a type error there, is counted apart)."""
+    import sqlglot
+
+    from tests.support.checker_corpus import CORPUS, TABLES
+
+    seen: set[str] = set()
+    agree, unknown, refused, disagree = [], [], [], {}
+    for label, _settings, sql in CORPUS:
+        query = sql.format(S=CORPUS_SCHEMA)
+        if query in seen or set(re.findall(CORPUS_SCHEMA + r"\.(\w+)", query)) - set(TABLES):
+            continue
+        seen.add(query)
+        findings = analyze_sql(query, corpus_catalog, EngineSettings("trino", {}))
+        if any(f.unknown for f in findings):
+            unknown.append(label)
+            continue
+        try:
+            plan = trino.explain(sqlglot.transpile(query, read="spark", write="trino")[0], PARTITIONED)
+        except TrinoError as e:
+            assert e.name == "TYPE_MISMATCH", e
+            refused.append(label)
+            continue
+        if all(f.shuffle_free for f in findings) == (_exchanges(plan) == []):
+            agree.append(label)
+        else:
+            disagree[label] = plan
+    counts = f"{len(agree)} agree, {len(disagree)} differ, {len(unknown)} unknown, {len(refused)} refused"
+    print(f"corpus on Trino: {counts}")
+    assert unknown == []
+    assert set(disagree) == set(KNOWN_TRINO_DISAGREEMENTS), disagree
+    assert len(agree) >= 90

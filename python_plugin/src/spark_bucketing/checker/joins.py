@@ -100,6 +100,10 @@ def _compared_keys(side: JoinSide) -> list | None:
     return side.keys if side.type_ok else side.cast
 
 
+def _in_order(*positions: tuple) -> bool:
+    return all(list(pos) == sorted(pos) for pos in positions)
+
+
 def shuffle_choice(left: JoinSide, right: JoinSide, settings: EngineSettings) -> ShuffleChoice:
     """Spark's choice for a join: the sides whose partitioning satisfies the
     keys are kept; of two that cannot join bucket by bucket, the one with
@@ -113,6 +117,12 @@ def shuffle_choice(left: JoinSide, right: JoinSide, settings: EngineSettings) ->
     lpos = satisfies(lp, l_keys, require_all) if l_keys is not None else None
     rpos = satisfies(rp, r_keys, require_all) if r_keys is not None else None
     choice = ShuffleChoice(SideChoice(), SideChoice(), settings.shuffle_partitions)
+    if settings.engine == "trino" and lpos is not None and rpos is not None and not _in_order(lpos, rpos):
+        # Trino co-locates a join on several bucket columns only with its conditions in the bucket columns'
+        # order; otherwise it exchanges both sides (Trino 476's plans, tests/test_trino.py).
+        choice.left.extra.append(E.KEY_POSITIONS)
+        choice.right.extra.append(E.KEY_POSITIONS)
+        return choice
     if lpos is not None and rpos is not None:
         same_hash = lp.hash == rp.hash
         joined = E.joined_count(lp.num, rp.num, lp.scan and rp.scan, lp.hash, settings)

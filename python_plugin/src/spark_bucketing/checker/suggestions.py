@@ -42,9 +42,14 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 E.NOT_BUCKETED: not_bucketed_text(rel, side.keys, (left or right).num if (left or right) else None)
                 + _hash_clause(other, settings),
                 E.KEYS_NOT_BUCKET_COLUMNS: f"join or group {rel} on its bucket columns, or bucket it by ({keys})",
-                E.KEYS_SUPERSET: f"join on exactly the bucket columns of {rel}, or set "
+                E.KEYS_SUPERSET: f"join or group on exactly the bucket columns of {rel}: Trino exchanges the rows "
+                "for any key beyond them"
+                if settings.engine == "trino"
+                else f"join on exactly the bucket columns of {rel}, or set "
                 "spark.sql.requireAllClusterKeysForCoPartition=false" + _superset_hint(settings, left, right),
-                E.KEY_POSITIONS: "bucket both sides by the join keys in the same order",
+                E.KEY_POSITIONS: "write the join conditions in the order of the bucket columns"
+                if settings.engine == "trino"
+                else "bucket both sides by the join keys in the same order",
                 E.KEY_CAST: f"join on the column itself, not a cast of it: give {rel}'s key the other side's type "
                 "in the model that builds it",
                 E.KEY_EXPRESSION: "join on a plain bucket column, not an expression: compute the value in an "

@@ -96,10 +96,10 @@ case class PartitionMove(
  *  carry "record" (a string), "create": true or "drop": true, and may leave
  *  out "location". Spark SQL's ALTER TABLE .. PARTITION .. SET LOCATION
  *  moves one partition per statement, each its own metastore call. This
- *  reads the partitions, then hands all of them to the session catalog's
- *  alterPartitions at once: for a Hive metastore one alter_partitions call,
- *  which the metastore applies in one transaction (every partition moves,
- *  or none does). The partitions to create are added after it in one
+ *  reads the partitions, then hands all of them to HiveCatalogPartitions.alter
+ *  at once: for a Hive metastore one alter_partitions call, which the
+ *  metastore applies in one transaction (every partition moves, or none
+ *  does), each partition keeping the table's bucket spec. The partitions to create are added after it in one
  *  createPartitions call, with the table's storage format as ALTER TABLE ..
  *  ADD PARTITION adds them, and those to drop dropped in one dropPartitions
  *  call, as ALTER TABLE .. DROP IF EXISTS PARTITION drops them. Each of
@@ -224,7 +224,7 @@ case class SwitchPartitionLocations(
       AddedFiles.move(conf, move.addFiles.get, old.storage.locationUri.map(CatalogUtils.URIToString))
     }
     try {
-      if (updated.nonEmpty) catalog.alterPartitions(meta.identifier, updated)
+      if (updated.nonEmpty) HiveCatalogPartitions.alter(session, meta, updated)
       if (added.nonEmpty) catalog.createPartitions(meta.identifier, added, ignoreIfExists = false)
       if (toDrop.nonEmpty) {
         catalog.dropPartitions(meta.identifier, toDrop, ignoreIfNotExists = true, purge = false, retainData = false)

@@ -5,9 +5,14 @@ package org.apache.spark.sql.hive
 
 import java.util.Locale
 
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.hive.metastore.api.EnvironmentContext
+import org.apache.hadoop.hive.ql.metadata.{Hive, Table => HiveTable}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.NoSuchPartitionException
 import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTablePartition}
+import org.apache.spark.sql.hive.client.HiveClientImpl
 
 object HiveCatalogPartitions {
 
@@ -41,5 +46,37 @@ object HiveCatalogPartitions {
   def get(session: SparkSession, table: CatalogTable, specs: Seq[Map[String, String]]): Seq[CatalogTablePartition] =
     find(session, table, specs).zip(specs).map { case (found, spec) =>
       found.getOrElse(throw new NoSuchPartitionException(table.database, table.identifier.table, spec))
+    }
+
+  /** Writes `parts` (entries `find` read, changed) back in one call, as the session catalog's alterPartitions does,
+   *  but for a Hive metastore with the table's bucket columns, count and sort columns on each partition. Spark
+   *  builds a partition's storage descriptor anew from its own model of a partition, which has no bucket spec:
+   *  every partition it alters (SET LOCATION too) is left with 0 buckets, and Trino then refuses every query of a
+   *  bucketed table ("Hive table is bucketed but partition .. is not bucketed"). Hive itself gives a partition the
+   *  table's spec when it adds or loads one; this does as Hive does. Like Spark, it asks the metastore not to
+   *  recompute the partitions' statistics (which lists their files). */
+  def alter(session: SparkSession, table: CatalogTable, parts: Seq[CatalogTablePartition]): Unit =
+    session.sharedState.externalCatalog.unwrapped match {
+      case hive: HiveExternalCatalog if hive.client.isInstanceOf[HiveClientImpl] =>
+        val client = hive.client.asInstanceOf[HiveClientImpl]
+        val (db, name) = (table.database, table.identifier.table)
+        client.withHiveState {
+          val raw = client.getRawHiveTable(db, name).rawTable.asInstanceOf[HiveTable]
+          val hiveParts = parts.map { p =>
+            val spec = p.spec.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
+            val part = HiveClientImpl.toHivePartition(p.copy(spec = spec), raw)
+            val sd = part.getTPartition.getSd
+            sd.setBucketCols(raw.getBucketCols)
+            sd.setNumBuckets(raw.getNumBuckets)
+            sd.setSortCols(raw.getSortCols)
+            part
+          }
+          val context = new EnvironmentContext()
+          context.putToProperties("DO_NOT_UPDATE_STATS", "true")
+          // withHiveState made this client's Hive the thread's own.
+          Hive.get().alterPartitions(s"$db.$name", hiveParts.asJava, context)
+        }
+      case _ =>
+        session.sessionState.catalog.alterPartitions(table.identifier, parts)
     }
 }

@@ -46,6 +46,7 @@ from spark_bucketing.checker.partitioning import (
     kept_union_part,
     prefixed,
     stock_union_part,
+    trino_union_part,
 )
 from spark_bucketing.checker.projection import project
 from spark_bucketing.checker.redundant import redundant_aggregates
@@ -152,7 +153,14 @@ class _Flow:
             return only if list(only.types) == list(first.types) else replace(only, unknown=True)
         types = union_types([o.types for o in outputs])
         part = None
-        if isinstance(node, exp.Union) and node.args.get("distinct"):
+        kept = trino_union_part(branches) if self.settings.engine == "trino" else None
+        if isinstance(node, exp.Union) and node.args.get("distinct") and kept and set(kept.options[0]) == set(types):
+            # Trino groups branches bucketed alike, on exactly their bucket columns, where they are.
+            cols = list(types)
+            side = Side(relation=None, keys=cols, bucketed=True, shuffle=False, local_keys=cols)
+            self.findings.append(Finding("distinct", source_line(node), [side]))
+            part = kept
+        elif isinstance(node, exp.Union) and node.args.get("distinct"):
             # UNION (DISTINCT) is an aggregation on every column: a shuffle by all of them.
             cols = list(types)
             side = Side(relation=None, keys=cols, bucketed=False, shuffle=True, reasons=[E.UNION], local_keys=cols)
@@ -165,6 +173,8 @@ class _Flow:
                 )
             )
             part = Part(options=[tuple(cols)], num=self.settings.shuffle_partitions, bucketed=False)
+        elif isinstance(node, exp.Union) and self.settings.engine == "trino":
+            part = kept
         elif isinstance(node, exp.Union):
             filtered = self.filtered_unions.get(id(block), set())
             part = kept_union_part(branches, self.settings)

@@ -66,6 +66,17 @@ def kept_union_part(branches: list[Output], settings: EngineSettings) -> Part | 
     )
 
 
+def trino_union_part(branches: list[Output]) -> Part | None:
+    """The placement Trino keeps for a UNION ALL whose branches are read bucketed alike by Hive's hash (one
+    hash, count and bucket column positions): its plans read them in one co-located fragment (Trino 476,
+    tests/test_trino.py). None otherwise."""
+    parts = _same_placement(branches)
+    if parts is None or not all(p.hash.startswith("hive") for p in parts):
+        return None
+    first = parts[0]
+    return Part(options=[first.options[0]], num=first.num, bucketed=True, spec=first.spec, hash=first.hash)
+
+
 def stock_union_part(branches: list[Output], settings: EngineSettings, filtered: set[str] | None) -> Part | None:
     """The placement stock Spark 4.1+ keeps for a UNION ALL of bucketed scans
     on its own hash, with one count and the bucket columns at the same

@@ -291,7 +291,9 @@ class _Flow:
         pairs = equi_pairs(join.args.get("on"), set(left_aliases), right_alias)
         if sources.get(right_alias) is None or not pairs:
             return None, False  # a cross join or a non-equi join: not a shuffle question
-        build = broadcast_build(kind, left_aliases, right_alias, broadcast_hinted(join.parent_select))
+        # Spark's hints are comments to Trino.
+        hinted = broadcast_hinted(join.parent_select) if self.settings.engine == "spark" else set()
+        build = broadcast_build(kind, left_aliases, right_alias, hinted)
         if build is None:
             return self.judge_pairs(pairs, kind, source_line(join), left_aliases, right_alias, left_part, sources)
         return self.broadcast_join(build, pairs, kind, source_line(join), left_aliases, right_alias, left_part, sources)

@@ -53,8 +53,6 @@ class TrinoServer:
             "hive.metastore.uri": metastore.uris,
             "fs.hadoop.enabled": "true",  # harness/engines.py says why not the native local file system
             "hive.validate-bucketing": "true",
-            # Spark's tables are Spark's: Trino may write its own tables, not drop or rewrite Spark's files.
-            "hive.non-managed-table-writes-enabled": "true",
             **(catalog_properties or {}),
         }
         self.process: subprocess.Popen | None = None

@@ -1,11 +1,12 @@
 """Loopback ports for the services tests and benchmarks start: a free one,
-and waiting until a started process listens on its own."""
+waiting until a started process listens on its own, and stopping it."""
 
 from __future__ import annotations
 
 import fcntl
 import os
 import random
+import signal
 import socket
 import subprocess
 import tempfile
@@ -77,3 +78,15 @@ def wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout: floa
         except OSError:
             time.sleep(0.5)
     raise RuntimeError(f"{what} did not open port {port} in {timeout}s:\n{log.read_text()[-3000:]}")
+
+
+def stop_group(process: subprocess.Popen | None, timeout: float = 30) -> None:
+    """Stops a service started in a session of its own (`start_new_session`) with every process it started:
+    SIGTERM to its group, SIGKILL once `timeout` has passed."""
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)

@@ -5,14 +5,13 @@ a metastore service it shares (`metastore`)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 from pathlib import Path
 
 import pyspark
 
 from harness.metastore_service import MetastoreService
-from harness.ports import free_port, wait_for_port
+from harness.ports import free_port, stop_group, wait_for_port
 from harness.spark import LOG4J_CONF, TEST_JVM_FLAGS
 
 
@@ -83,9 +82,4 @@ class ThriftServer:
             raise
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+        stop_group(self.process)

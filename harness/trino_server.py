@@ -9,8 +9,6 @@ follow `nextUri`): no client library to install."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
 import urllib.error
@@ -20,7 +18,7 @@ from typing import Any
 
 from harness.engines import TRINO_VERSION, trino_home, trino_java
 from harness.metastore_service import MetastoreService
-from harness.ports import free_port, wait_for_port
+from harness.ports import free_port, stop_group, wait_for_port
 
 CATALOG = "hive"
 
@@ -165,9 +163,4 @@ class TrinoServer:
         return "\n".join(row[0] for row in self.query(f"EXPLAIN {sql}", session))
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+        stop_group(self.process)

@@ -12,6 +12,7 @@ list of keys) finds every row Spark finds."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 import textwrap
@@ -28,6 +29,7 @@ from spark_bucketing import extension
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import RelationInfo
 from spark_bucketing.contracts import FOREIGN_TABLES_SWITCH, FOREIGN_TABLES_VERIFY
+from spark_bucketing.files import data_files, files_per_bucket
 from spark_bucketing.metadata import BucketSpec
 
 STOCK, EXT, TRINO = "trino_stock", "trino_ext", "trino_own"
@@ -322,7 +324,7 @@ def test_the_checks_fail_on_a_broken_writer(trino, writers, oracle, metastore, t
     location = next(r[1] for r in source if r[0] == "Location").removeprefix("file:")
     folder = tmp_path / broken.replace(" ", "_").replace("'", "")
     folder.mkdir()
-    for f in _data_files(Path(location)):
+    for f in data_files(Path(location)):
         bucket = int(f.name[:5])
         if broken == "a file named for another bucket":
             bucket = 5 if bucket == 1 else bucket
@@ -343,8 +345,6 @@ def test_the_checks_fail_on_a_broken_writer(trino, writers, oracle, metastore, t
 
 def _typed(value, type_name: str):
     """A key as Trino printed it, as the oracle takes it."""
-    import datetime as dt
-
     if value is None:
         return None
     if type_name == "date":
@@ -419,18 +419,14 @@ def trino_tables(trino, writers):
     return ["t_v1", "t_v2"]
 
 
-def _data_files(folder: Path) -> list[Path]:
-    return [f for f in folder.rglob("*") if f.is_file() and not f.name.startswith((".", "_"))]
-
-
 @pytest.mark.parametrize("name", ["t_v1", "t_v2"])
 def test_the_extension_reads_tables_trino_wrote(trino, writers, trino_tables, metastore, name):
     host = writers[EXT].host
     table = f"{TRINO}.{name}"
-    files = _data_files(metastore.warehouse / f"{TRINO}.db" / name)
+    folder = metastore.warehouse / f"{TRINO}.db" / name
     # Trino's own names, several files in a bucket, and empty buckets with no file.
-    assert files and all(f.name[:6].isdigit() for f in files), files
-    per_bucket = Counter((f.parent.name, int(f.name[:6])) for f in files)
+    per_bucket = files_per_bucket(folder, "hive")
+    assert per_bucket and None not in {bucket for _, bucket in per_bucket}, per_bucket
     assert max(per_bucket.values()) == 3
     cols = "k, v, day" if name == "t_v1" else "k, v"
     expected = _normalized(trino.query(f"select {cols} from hive.{table}"))
@@ -579,6 +575,23 @@ def corpus_catalog(writers) -> Catalog:
     return catalog
 
 
+def _judged_on_trino(trino, catalog: Catalog, query: str) -> tuple[str, str]:
+    """("agree" | "differ" | "unknown" | "refused", Trino's plan): the checker's Trino model's verdict on a Spark
+    SQL query against Trino's plan of it, translated by sqlglot ("refused": a type error Trino raises where
+    Spark casts)."""
+    import sqlglot
+
+    findings = analyze_sql(query, catalog, EngineSettings("trino", {}))
+    if any(f.unknown for f in findings):
+        return "unknown", ""
+    try:
+        plan = trino.explain(sqlglot.transpile(query, read="spark", write="trino")[0], PARTITIONED)
+    except TrinoError as e:
+        assert e.name == "TYPE_MISMATCH", e
+        return "refused", ""
+    return ("agree" if all(f.shuffle_free for f in findings) == (_exchanges(plan) == []) else "differ"), plan
+
+
 #: Corpus queries where Trino 476's plan and the checker's Trino model still differ, each with Trino's behaviour
 #: the model lacks. The test fails on any other disagreement and on one of these agreeing (then drop it here).
 KNOWN_TRINO_DISAGREEMENTS = {
@@ -598,34 +611,23 @@ KNOWN_TRINO_DISAGREEMENTS = {
 
 def test_the_checkers_trino_model_on_the_corpus(trino, writers, corpus_catalog):
     """Every corpus query over its own tables (Hive-hash here), as the checker's Trino model reads it and as
-    Trino plans it (translated by sqlglot; a query Trino refuses, a type error there, is counted apart)."""
-    import sqlglot
-
+    Trino plans it (_judged_on_trino)."""
     from tests.support.checker_corpus import CORPUS, TABLES
 
     seen: set[str] = set()
-    agree, unknown, refused, disagree = [], [], [], {}
+    outcomes: dict[str, list[str]] = {"agree": [], "differ": [], "unknown": [], "refused": []}
+    disagree = {}
     for label, _settings, sql in CORPUS:
         query = sql.format(S=CORPUS_SCHEMA)
         if query in seen or set(re.findall(CORPUS_SCHEMA + r"\.(\w+)", query)) - set(TABLES):
             continue
         seen.add(query)
-        findings = analyze_sql(query, corpus_catalog, EngineSettings("trino", {}))
-        if any(f.unknown for f in findings):
-            unknown.append(label)
-            continue
-        try:
-            plan = trino.explain(sqlglot.transpile(query, read="spark", write="trino")[0], PARTITIONED)
-        except TrinoError as e:
-            assert e.name == "TYPE_MISMATCH", e
-            refused.append(label)
-            continue
-        if all(f.shuffle_free for f in findings) == (_exchanges(plan) == []):
-            agree.append(label)
-        else:
+        outcome, plan = _judged_on_trino(trino, corpus_catalog, query)
+        outcomes[outcome].append(label)
+        if outcome == "differ":
             disagree[label] = plan
-    counts = f"{len(agree)} agree, {len(disagree)} differ, {len(unknown)} unknown, {len(refused)} refused"
-    print(f"corpus on Trino: {counts}")
+    agree, unknown = outcomes["agree"], outcomes["unknown"]
+    print("corpus on Trino: " + ", ".join(f"{len(v)} {k}" for k, v in outcomes.items()))
     assert unknown == []
     assert set(disagree) == set(KNOWN_TRINO_DISAGREEMENTS), disagree
     assert len(agree) >= 90
@@ -640,32 +642,18 @@ RANDOM_DIFFERENCES = 27
 
 def test_the_checkers_trino_model_on_random_queries(trino, writers, corpus_catalog):
     """The randomized generator's queries (tests/support/checker_queries.py) over the corpus's Hive-hash
-    tables, as the checker's Trino model reads them and as Trino plans them."""
+    tables, as the checker's Trino model reads them and as Trino plans them (_judged_on_trino)."""
     import random
-
-    import sqlglot
 
     from tests.support.checker_queries import Gen
 
     rng = random.Random(84)
-    agree, unknown, refused, differ = 0, 0, 0, []
+    outcomes: dict[str, list[str]] = {"agree": [], "differ": [], "unknown": [], "refused": []}
     for _ in range(200):
         query = Gen(rng).query().replace("rnd.", f"{CORPUS_SCHEMA}.")
-        findings = analyze_sql(query, corpus_catalog, EngineSettings("trino", {}))
-        if any(f.unknown for f in findings):
-            unknown += 1
-            continue
-        try:
-            plan = trino.explain(sqlglot.transpile(query, read="spark", write="trino")[0], PARTITIONED)
-        except TrinoError as e:
-            assert e.name == "TYPE_MISMATCH", e
-            refused += 1
-            continue
-        if all(f.shuffle_free for f in findings) == (_exchanges(plan) == []):
-            agree += 1
-        else:
-            differ.append(query)
-    print(f"random queries on Trino: {agree} agree, {len(differ)} differ, {unknown} unknown, {refused} refused")
-    assert unknown < 0.05 * 200
+        outcomes[_judged_on_trino(trino, corpus_catalog, query)[0]].append(query)
+    differ = outcomes["differ"]
+    print("random queries on Trino: " + ", ".join(f"{len(v)} {k}" for k, v in outcomes.items()))
+    assert len(outcomes["unknown"]) < 0.05 * 200
     assert len(differ) <= RANDOM_DIFFERENCES, differ
 

@@ -99,7 +99,8 @@ case class PartitionMove(
  *  reads the partitions, then hands all of them to HiveCatalogPartitions.alter
  *  at once: for a Hive metastore one alter_partitions call, which the
  *  metastore applies in one transaction (every partition moves, or none
- *  does), each partition keeping the table's bucket spec. The partitions to create are added after it in one
+ *  does), each partition keeping the table's bucket spec. The partitions to
+ *  create are added after it in one
  *  createPartitions call, with the table's storage format as ALTER TABLE ..
  *  ADD PARTITION adds them, and those to drop dropped in one dropPartitions
  *  call, as ALTER TABLE .. DROP IF EXISTS PARTITION drops them. Each of

@@ -16,6 +16,10 @@ import org.apache.spark.sql.hive.client.HiveClientImpl
 
 object HiveCatalogPartitions {
 
+  /** A spec with the metastore's spelling of its keys (a Hive table's columns are lower case). */
+  private def lower(spec: Map[String, String]): Map[String, String] =
+    spec.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
+
   /** The catalog's entry of each partition in `specs` (keys spelled as the
    *  table's partition columns), in order, None for a partition the catalog
    *  does not list. The session catalog's getPartition fetches the table
@@ -29,7 +33,6 @@ object HiveCatalogPartitions {
     session.sharedState.externalCatalog.unwrapped match {
       case hive: HiveExternalCatalog =>
         val (db, name) = (table.database, table.identifier.table)
-        def lower(spec: Map[String, String]) = spec.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
         val raw = hive.client.getRawHiveTable(db, name)
         val found: Map[String, String] => Option[CatalogTablePartition] =
           if (specs.size > 1 && specs.size * 20 >= hive.client.getPartitionNames(raw.toCatalogTable).size) {
@@ -63,8 +66,7 @@ object HiveCatalogPartitions {
         client.withHiveState {
           val raw = client.getRawHiveTable(db, name).rawTable.asInstanceOf[HiveTable]
           val hiveParts = parts.map { p =>
-            val spec = p.spec.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
-            val part = HiveClientImpl.toHivePartition(p.copy(spec = spec), raw)
+            val part = HiveClientImpl.toHivePartition(p.copy(spec = lower(p.spec)), raw)
             val sd = part.getTPartition.getSd
             sd.setBucketCols(raw.getBucketCols)
             sd.setNumBuckets(raw.getNumBuckets)

@@ -1,7 +1,7 @@
 """Trino and Hive 4, fetched from Maven Central into ~/.cache/spark-bucketing
-once and checked against Maven's SHA-1s: Trino's server core and its Hive
-plugin (one node, harness/trino_server.py), and Hive 4's serde jars, whose
-classes are the bucket oracle (harness/hive4_oracle.py).
+once and checked against Maven's SHA-1s: Trino's server (its lib/ and Hive
+plugin kept; one node, harness/trino_server.py), and Hive 4's serde jars,
+whose classes are the bucket oracle (harness/hive4_oracle.py).
 
 `python -m harness.engines` fetches them (scripts/test runs it) and prints
 what it fetched, its size and its time."""

@@ -24,7 +24,7 @@ import pytest
 from harness.dbt_process import DbtProcessProject
 from harness.hive4_oracle import Hive4Oracle
 from harness.spark import TEST_JVM_FLAGS
-from harness.trino_server import TrinoError, TrinoServer
+from harness.trino_server import TrinoError, TrinoServer, remote_exchanges
 from spark_bucketing import extension
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import RelationInfo
@@ -367,11 +367,6 @@ def _bucket_counts(metastore, schema: str, table: str) -> dict[str, int]:
 
 
 
-def _exchanges(plan: str) -> list[str]:
-    """The plan's remote exchanges: each fragment read by another through a RemoteSource."""
-    return [line.strip() for line in plan.splitlines() if "RemoteSource" in line]
-
-
 @pytest.mark.parametrize(
     "sql",
     [
@@ -382,7 +377,7 @@ def _exchanges(plan: str) -> list[str]:
 def test_trino_joins_and_groups_a_package_table_without_a_remote_exchange(trino, writers, sql):
     table = f"hive.{STOCK}.v1_empty_buckets"
     plan = trino.explain(sql.format(t=table), PARTITIONED)
-    assert _exchanges(plan) == [], plan
+    assert remote_exchanges(plan) == [], plan
     assert "buckets=32" in plan, plan
 
 
@@ -541,7 +536,7 @@ def test_the_checkers_trino_model_agrees_with_trinos_plans(trino, writers, metas
     findings = analyze_sql(query, _trino_catalog(writers[STOCK].host, metastore), EngineSettings("trino", {}))
     assert findings and not any(f.unknown for f in findings), findings
     plan = trino.explain(query, PARTITIONED)
-    assert all(f.shuffle_free for f in findings) == (_exchanges(plan) == []), (findings, plan)
+    assert all(f.shuffle_free for f in findings) == (remote_exchanges(plan) == []), (findings, plan)
 
 
 CORPUS_SCHEMA = "trino_corpus"
@@ -589,7 +584,7 @@ def _judged_on_trino(trino, catalog: Catalog, query: str) -> tuple[str, str]:
     except TrinoError as e:
         assert e.name == "TYPE_MISMATCH", e
         return "refused", ""
-    return ("agree" if all(f.shuffle_free for f in findings) == (_exchanges(plan) == []) else "differ"), plan
+    return ("agree" if all(f.shuffle_free for f in findings) == (remote_exchanges(plan) == []) else "differ"), plan
 
 
 #: Corpus queries where Trino 476's plan and the checker's Trino model still differ, each with Trino's behaviour

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import shutil
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -25,11 +26,11 @@ from harness.dbt_process import DbtProcessProject
 from harness.hive4_oracle import Hive4Oracle
 from harness.spark import TEST_JVM_FLAGS
 from harness.trino_server import TrinoError, TrinoServer, remote_exchanges
-from spark_bucketing import extension
+from spark_bucketing import extension, hashing
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.relations import RelationInfo
 from spark_bucketing.contracts import FOREIGN_TABLES_SWITCH, FOREIGN_TABLES_VERIFY
-from spark_bucketing.files import data_files, files_per_bucket
+from spark_bucketing.files import bucket_of, data_files, files_per_bucket, local_path
 from spark_bucketing.metadata import BucketSpec
 
 STOCK, EXT, TRINO = "trino_stock", "trino_ext", "trino_own"
@@ -233,8 +234,9 @@ def _normalized(rows: list[list]) -> Counter:
     return Counter(tuple(value(v) for v in row) for row in rows)
 
 
-def _columns(spark_rows_of, table: str) -> list[str]:
-    return [r[0] for r in spark_rows_of(f"describe {table}") if r[0] and not r[0].startswith("#")]
+def _columns(host, table: str) -> dict[str, str]:
+    """A table's columns and their types, as Spark describes it (partition columns once)."""
+    return {r[0]: r[1] for r in host.sql(f"describe {table}") if r[0] and not r[0].startswith("#")}
 
 
 #: Without the extension, an incremental run points a replaced partition at its new folder with ALTER TABLE ..
@@ -258,7 +260,7 @@ def test_trino_reads_each_package_table_as_spark_does(trino, writers, oracle, me
     project, _text, keys, key_types, partitioned = MODELS[name]
     host = writers[project].host
     table = f"{project}.{name}"
-    columns = list(dict.fromkeys(_columns(host.sql, table)))
+    columns = list(_columns(host, table))
     types = dict(zip(keys, key_types, strict=True))
     exprs = [_key_expr(c, types.get(c, "")) for c in columns]
     spark_rows = host.sql(f"select {', '.join(exprs)} from {table}")
@@ -315,17 +317,13 @@ def _misplaced(trino, oracle, table: str, keys, key_types, counts: dict[str, int
 def test_the_checks_fail_on_a_broken_writer(trino, writers, oracle, metastore, tmp_path, broken, misplaced):
     """The package's files copied under names a broken writer would give them, declared to Trino as the
     package declares them: the placement check above and Trino's own validation both catch it."""
-    import shutil
-
-    from spark_bucketing import hashing
-
     host = writers[STOCK].host
     source = host.sql(f"describe formatted {STOCK}.v1_empty_buckets")
-    location = next(r[1] for r in source if r[0] == "Location").removeprefix("file:")
+    location = local_path(next(r[1] for r in source if r[0] == "Location"))
     folder = tmp_path / broken.replace(" ", "_").replace("'", "")
     folder.mkdir()
-    for f in data_files(Path(location)):
-        bucket = int(f.name[:5])
+    for f in data_files(location):
+        bucket = bucket_of(f.name, "hive")
         if broken == "a file named for another bucket":
             bucket = 5 if bucket == 1 else bucket
         else:  # every row's file renamed to its bucket by Spark's hash (keys 0, 1 and 2: one key per file)
@@ -364,7 +362,6 @@ def _bucket_counts(metastore, schema: str, table: str) -> dict[str, int]:
         f"where d.\"NAME\" = '{schema}' and t.\"TBL_NAME\" = '{table}'"
     )
     return {name: int(count) for name, count in (line.split("|") for line in rows.split())}
-
 
 
 @pytest.mark.parametrize(
@@ -517,13 +514,15 @@ CHECKED_QUERIES = [
 ]
 
 
-def _trino_catalog(host, metastore) -> Catalog:
+@pytest.fixture(scope="module")
+def stock_catalog(writers, metastore) -> Catalog:
     """The checker's catalog of the stock project's tables, from their declarations in the metastore."""
+    host = writers[STOCK].host
     catalog = Catalog()
     for name, (project, _text, keys, _types, _partitioned) in MODELS.items():
         if project != STOCK or name in STOCK_REPLACED or name == "v1_evolve_double":
             continue
-        columns = {r[0]: r[1] for r in host.sql(f"describe {STOCK}.{name}") if r[0] and not r[0].startswith("#")}
+        columns = _columns(host, f"{STOCK}.{name}")
         (count,) = set(_bucket_counts(metastore, STOCK, name).values())
         spec = BucketSpec("hive", tuple(keys), count, (), 1)
         catalog.add(RelationInfo(f"{STOCK}.{name}", columns, spec, built_by_package=True, complete=True))
@@ -531,9 +530,9 @@ def _trino_catalog(host, metastore) -> Catalog:
 
 
 @pytest.mark.parametrize("sql", CHECKED_QUERIES)
-def test_the_checkers_trino_model_agrees_with_trinos_plans(trino, writers, metastore, sql):
+def test_the_checkers_trino_model_agrees_with_trinos_plans(trino, stock_catalog, sql):
     query = sql.format(s=STOCK)
-    findings = analyze_sql(query, _trino_catalog(writers[STOCK].host, metastore), EngineSettings("trino", {}))
+    findings = analyze_sql(query, stock_catalog, EngineSettings("trino", {}))
     assert findings and not any(f.unknown for f in findings), findings
     plan = trino.explain(query, PARTITIONED)
     assert all(f.shuffle_free for f in findings) == (remote_exchanges(plan) == []), (findings, plan)
@@ -542,16 +541,14 @@ def test_the_checkers_trino_model_agrees_with_trinos_plans(trino, writers, metas
 CORPUS_SCHEMA = "trino_corpus"
 
 
-def _corpus_value(column: str, type_name: str) -> str:
-    return {"int": "cast(id % 13 as int)", "bigint": "id % 13", "string": "concat('s', id % 7)"}[type_name]
+#: A corpus table's column values by the column's type.
+CORPUS_VALUES = {"int": "cast(id % 13 as int)", "bigint": "id % 13", "string": "concat('s', id % 7)"}
 
 
 @pytest.fixture(scope="module")
 def corpus_catalog(writers) -> Catalog:
     """The checker corpus's tables as Hive-hash tables (Spark writes a Hive table's buckets by Hive's v1 hash),
     64 rows each, and the checker's catalog of them."""
-    import re
-
     from tests.support.checker_corpus import TABLES
 
     host = writers[STOCK].host
@@ -560,7 +557,7 @@ def corpus_catalog(writers) -> Catalog:
     for name, (columns, clause, _storage) in TABLES.items():
         host.sql(f"create table {CORPUS_SCHEMA}.{name} ({columns}) {clause or ''} stored as parquet")
         cols = dict(c.split() for c in columns.split(", "))
-        values = ", ".join(f"{_corpus_value(c, t)} as {c}" for c, t in cols.items())
+        values = ", ".join(f"{CORPUS_VALUES[t]} as {c}" for c, t in cols.items())
         host.sql(f"insert into {CORPUS_SCHEMA}.{name} select {values} from range(0, 64)")
         spec = None
         if clause:

@@ -41,6 +41,9 @@ QUERIES = {
     # What the static model does not follow yet (issue 64), which --catalog live takes from the plan: the
     # aggregation by (k, v) Spark plans under a COUNT(DISTINCT v) grouped by k.
     "distinct_count": "select k, count(distinct v) as n from {{ ref('fact') }}\ngroup by k",
+    # A partitioned bucketed_incremental model's table (never built: the manifest says how it is built), which
+    # Trino refuses once a run without the extension has replaced one of its partitions.
+    "daily_join": "select d.k from {{ ref('daily') }} d join {{ ref('hfact') }} h on d.k = h.k",
 }
 # A source table that exists, bucketed by k into 8, whose sources.yml states nothing about bucketing.
 SOURCES = """
@@ -60,6 +63,11 @@ def project(spark, dbt_project):
             "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 500)",
             {"materialized": "bucketed_table", **config},
         )
+    dbt_project.write_model(
+        "daily",
+        "select cast(id % 100 as int) as k, date_add(date'2024-01-01', cast(id % 2 as int)) as day from range(0, 500)",
+        {"materialized": "bucketed_incremental", "partition_by": "day", "clustered_by": "k", "buckets": 16},
+    )
     dbt_project.write_model(
         "plain", "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 500)", {"materialized": "table"}
     )
@@ -288,6 +296,29 @@ def test_trino_engine(project):
     good = by_model["model.sb_it.good_join"][0]
     assert good["shuffle_free"] is False
     assert good["sides"][0]["reasons"] == ["SPARK_HASH_NOT_USED_BY_TRINO"]
+
+
+def test_trino_warns_of_a_table_it_refuses_once_a_partition_is_replaced(project):
+    """Without the session extension where dbt runs, a partitioned bucketed_incremental table's replaced
+    partitions lose their bucket spec and Trino refuses the table (tests/test_trino.py shows it): the Trino
+    report warns of it, --fail-on warning fails on it, and --extension (the extension is loaded) or the Spark
+    engine (it reads such tables) has no warning."""
+    args = ("--no-compile", "--engine", "trino", "--select", "daily_join", "hive_join")
+    daily = f"{project.schema}.daily"
+    code, out, err = _check(project, *args, "--fail-on", "warning")
+    assert code == 1, out + err
+    assert f"warning: {daily}: PARTITIONS_UNBUCKETED_IN_METASTORE" in out
+    assert "load the extension where dbt runs (spark.sql.extensions=sparkbucketing.BucketingExtensions)" in out
+    assert "then rebuild the table once with `dbt run --full-refresh`" in out
+    assert f"--fail-on warning: {daily}: PARTITIONS_UNBUCKETED_IN_METASTORE" in err
+    assert out.count("warning:") == 1  # not hfact, a bucketed_table: its runs add no partition to a table
+    code, out, _ = _check(project, *args, "--format", "json", "--fail-on", "shuffle")
+    assert code == 0  # a warning changes no verdict, and fails only the gate that asks for it
+    assert [w["relation"] for w in json.loads(out)["warnings"]] == [daily]
+    code, out, _ = _check(project, *args, "--extension", "--fail-on", "warning")
+    assert code == 0 and "warning:" not in out, out
+    code, out, _ = _check(project, "--no-compile", "--select", "daily_join", "--fail-on", "warning")
+    assert code == 0 and "warning:" not in out, out
 
 
 def test_sqlfluff_rule_flags_the_join_line_of_a_dbt_model(project):

@@ -82,10 +82,11 @@ def spark_version(text: str, strict: bool = True) -> tuple[int, int]:
 # spark.sql.ansi.enabled among them: dbt-spark asks for false on each of its
 # connections, which a session (method session) takes and a Spark Thrift
 # Server ignores, its sessions keeping the server's (Spark 4: true).
+# Whether the session loads the extension: all that Trino's model reads of the sessions that write the tables.
+EXTENSION_KEYS = ("spark.sql.extensions", SWITCH)
 SESSION_KEYS = (
     "spark.sql.ansi.enabled",
-    "spark.sql.extensions",
-    SWITCH,
+    *EXTENSION_KEYS,
     FOREIGN_TABLES_SWITCH,
     SUPERSET_KEYS_SWITCH,
     CLONE_RATIO_SETTING,

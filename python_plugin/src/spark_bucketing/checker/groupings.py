@@ -94,12 +94,7 @@ def judge_grouping(
     )
     # Trino plans DISTINCT aggregates without Spark's Expand (a MarkDistinct per argument list).
     expanded = g.expanded and settings.engine != "trino"
-    ok = (
-        not expanded
-        and part is not None
-        and not superset
-        and any(set(opt) <= set(plain) for opt in part.options)
-    )
+    ok = not expanded and part is not None and not superset and any(set(opt) <= set(plain) for opt in part.options)
     aliases = sorted({k[0] for k in plain}) or list(sources)
     desc = describe_keys(aliases, keys, sources)
     reasons: list[str] = []

@@ -16,10 +16,11 @@ import yaml
 from sqlglot import exp
 
 from spark_bucketing.checker.analyze import analyze_sql
-from spark_bucketing.checker.engines import SESSION_KEYS, EngineSettings
+from spark_bucketing.checker.engines import EXTENSION_KEYS, SESSION_KEYS, EngineSettings
 from spark_bucketing.checker.gate import lost_bucket_join
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.relations import Catalog, catalog_from_manifest_file, normalize_name, relation_from_live
+from spark_bucketing.checker.table_warnings import TableWarning, table_warnings
 
 
 class CheckError(Exception):
@@ -49,9 +50,12 @@ class Report:
     catalog: Catalog = field(default_factory=Catalog)
     settings: EngineSettings = field(default_factory=EngineSettings)
     catalog_mode: str = "manifest"
+    warnings: list[TableWarning] = field(default_factory=list)
 
     def to_json(self) -> dict:
         out = {"engine": self.engine, "models": []}
+        if self.warnings:
+            out["warnings"] = [w.to_json() for w in self.warnings]
         if any(m.verdicts for m in self.models):
             out["static_disagreements"] = self.static_disagreements()
         for m in self.models:
@@ -195,11 +199,13 @@ def run_check(
     select = select or []
     settings = settings or EngineSettings()
     stated = settings.conf
-    if client is not None and settings.engine == "spark":
+    if client is not None:
         # Model the warehouse as it is: what --conf leaves unsaid, the session says (its extension among it).
+        # For Trino only whether the sessions that write the tables load the extension (table_warnings.py).
         from spark_bucketing.checker.verify import session_values
 
-        settings = settings.under(session_values(client, SESSION_KEYS))
+        keys = SESSION_KEYS if settings.engine == "spark" else EXTENSION_KEYS
+        settings = settings.under(session_values(client, keys))
     if compile:
         compile_project(project_dir, profiles_dir, select, target, target_dir)
     target_folder = target_path(project_dir, target_dir)
@@ -210,16 +216,18 @@ def run_check(
     started = time.perf_counter()
     catalog = catalog_from_manifest_file(manifest_path)
     models = selected_models(manifest, select)
+    read = {r for m in models for r in referenced_relations(m.get("compiled_code") or "")}
     if catalog_mode == "live":
         if client is None:
             raise CheckError(
                 "--catalog live needs a Spark connection (the dbt target, --thrift HOST:PORT or --state-dir)"
             )
         live = Catalog(dict(catalog.relations))
-        for name in sorted({r for m in models for r in referenced_relations(m.get("compiled_code") or "")}):
+        for name in sorted(read):
             info = relation_from_live(client, name)
             project = catalog.get(name)
             info.declared = project.declared if project is not None else None
+            info.replaces_partitions = project.replaces_partitions if project is not None else False
             live.add(info)
         catalog = live
     refused: dict[str, str] = {}
@@ -228,9 +236,7 @@ def run_check(
 
         if client is None:
             raise CheckError("--catalog local needs its local Spark session (spark_bucketing.checker.declared)")
-        refused = declare(
-            client, catalog, {r for m in models for r in referenced_relations(m.get("compiled_code") or "")}
-        )
+        refused = declare(client, catalog, read)
     reports = []
     for node in models:
         code = node.get("compiled_code")
@@ -255,7 +261,8 @@ def run_check(
 
                 report.verification = verify(verify_with, code, report.findings, stated)
         reports.append(report)
-    return Report(settings.engine, reports, time.perf_counter() - started, catalog, settings, catalog_mode)
+    warnings = table_warnings(catalog, read, settings)
+    return Report(settings.engine, reports, time.perf_counter() - started, catalog, settings, catalog_mode, warnings)
 
 
 def take_the_plans_verdicts(report: ModelReport, client, code: str, stated: dict[str, str]) -> None:
@@ -311,6 +318,8 @@ def format_text(report: Report) -> str:
             for text in f.suggestions:
                 lines.append(f"    fix  : {text}")
         lines.append("")
+    for w in report.warnings:
+        lines += [f"warning: {w.relation}: {w.code}", f"  {w.text}", ""]
     bad = report.shuffling_bucketed_joins()
     total = sum(counts.values())
     lines.append(

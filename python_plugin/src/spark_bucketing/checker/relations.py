@@ -35,6 +35,8 @@ class RelationInfo:
     # The spec the project declares for it (a model's config, a source's meta.spark_bucketing), whatever the
     # catalog now says: an evolved table, or one another tool rewrote, is declared bucketed and read unbucketed.
     declared: BucketSpec | None = None
+    # A partitioned bucketed_incremental model: its runs point partitions at new folders (table_warnings.py).
+    replaces_partitions: bool = False
 
     @property
     def evolving(self) -> bool:
@@ -121,16 +123,18 @@ def catalog_from_manifest_file(manifest_path: Path) -> Catalog:
         partition_by = [p.lower() for p in _as_list(config.get("partition_by"))]
         # A model's config says how it is built; a source's bucketing is known only from its meta.
         unstated = node.get("resource_type") == "source" and not meta_spec
+        materialized = str(config.get("materialized"))
         catalog.add(
             RelationInfo(
                 normalize_name(relation),
                 columns,
                 bucket,
                 partition_by,
-                built_by_package=str(config.get("materialized")) in ("bucketed_table", "bucketed_incremental"),
+                built_by_package=materialized in ("bucketed_table", "bucketed_incremental"),
                 complete=bool(documented),
                 unknown=UNKNOWN_BUCKETING if unstated else None,
                 declared=bucket,
+                replaces_partitions=materialized == "bucketed_incremental" and bool(partition_by),
             )
         )
     return catalog
@@ -184,6 +188,8 @@ def catalog_to_json(catalog: Catalog) -> dict:
             "unknown": info.unknown,
             "declared": _spec_json(info.declared),
         }
+        if info.replaces_partitions:  # only where true: frozen catalogs from before it read the same
+            out[key]["replaces_partitions"] = True
     return out
 
 
@@ -210,6 +216,7 @@ def catalog_from_json(data: dict) -> Catalog:
                 complete=r["complete"],
                 unknown=r["unknown"],
                 declared=spec(r.get("declared")),
+                replaces_partitions=r.get("replaces_partitions", False),
             )
         )
     return catalog

@@ -24,9 +24,7 @@ from harness.metastore_service import MetastoreService  # noqa: E402
 from harness.trino_server import TrinoServer, remote_exchanges  # noqa: E402
 
 SCHEMA = "bench_trino"
-QUERY = (
-    "select a.k, count(*) as n, sum(b.w) as w from {left} a join {right} b on a.k = b.k group by a.k"
-)
+QUERY = "select a.k, count(*) as n, sum(b.w) as w from {left} a join {right} b on a.k = b.k group by a.k"
 # Trino's choice on tables without statistics is a broadcast of one side; the bucketed plan is what a
 # PARTITIONED join gets.
 SESSION = {"join_distribution_type": "PARTITIONED"}

@@ -21,7 +21,8 @@ _SPARK_JARS = ("hadoop-client-api-", "hadoop-client-runtime-", "slf4j-api-", "co
 _EPOCH = dt.date(1970, 1, 1)
 
 
-def _encode(value: Any, type_name: str) -> str:
+def encode(value: Any, type_name: str) -> str:
+    """A value as the oracle reads it (Hive4BucketOracle.java)."""
     if value is None:
         return "\\N"
     if type_name == "string":
@@ -35,6 +36,21 @@ def _encode(value: Any, type_name: str) -> str:
     if type_name == "date":
         return str((value - _EPOCH).days)
     return str(int(value))
+
+
+def decode(text: str, type_name: str) -> Any:
+    """The value `encode` gave `text` for."""
+    if text == "\\N":
+        return None
+    if type_name == "string":
+        return bytes.fromhex(text).decode()
+    if type_name == "boolean":
+        return text == "true"
+    if type_name in ("float", "double"):
+        return struct.unpack(">f" if type_name == "float" else ">d", bytes.fromhex(text))[0]
+    if type_name == "date":
+        return _EPOCH + dt.timedelta(days=int(text))
+    return int(text)
 
 
 class Hive4Oracle:
@@ -60,7 +76,7 @@ class Hive4Oracle:
         """(Hive's bucket hash code, bucket) of each key (a tuple of column values of `types`)."""
         assert self.proc.stdin and self.proc.stdout
         head = [str(version), str(num_buckets)]
-        lines = ["\t".join(head + [f"{t}:{_encode(v, t)}" for v, t in zip(key, types, strict=True)]) for key in keys]
+        lines = ["\t".join(head + [f"{t}:{encode(v, t)}" for v, t in zip(key, types, strict=True)]) for key in keys]
         self.proc.stdin.write("".join(line + "\n" for line in lines))
         self.proc.stdin.flush()
         answers = []

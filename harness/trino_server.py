@@ -30,10 +30,10 @@ JVM_FLAGS = (
 )
 
 
-
 def remote_exchanges(plan: str) -> list[str]:
     """An EXPLAIN's remote exchanges: each fragment read by another through a RemoteSource."""
     return [line.strip() for line in plan.splitlines() if "RemoteSource" in line]
+
 
 class TrinoError(RuntimeError):
     """A query Trino failed: its error name and message."""

@@ -28,7 +28,10 @@ from harness.spark import TEST_JVM_FLAGS
 from harness.trino_server import TrinoError, TrinoServer, remote_exchanges
 from spark_bucketing import extension, hashing
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
-from spark_bucketing.checker.relations import RelationInfo
+from spark_bucketing.checker.engines import EXTENSION_KEYS
+from spark_bucketing.checker.relations import RelationInfo, catalog_from_manifest_file
+from spark_bucketing.checker.table_warnings import table_warnings
+from spark_bucketing.checker.verify import session_values
 from spark_bucketing.contracts import FOREIGN_TABLES_SWITCH, FOREIGN_TABLES_VERIFY
 from spark_bucketing.files import bucket_of, data_files, files_per_bucket, local_path
 from spark_bucketing.metadata import BucketSpec
@@ -289,6 +292,31 @@ def test_trino_reads_each_package_table_as_spark_does(trino, writers, oracle, me
     assert _misplaced(trino, oracle, f"hive.{table}", keys, key_types, counts, version) == []
 
 
+class _HostClient:
+    """A dbt host's Spark session as the checker's SQL client."""
+
+    def __init__(self, host):
+        self.query = host.sql
+
+
+def test_the_checker_warns_of_the_tables_trino_refuses(trino, writers):
+    """The checker's Trino report warns of each table whose replaced partitions Trino refuses
+    (PARTITIONS_UNBUCKETED_IN_METASTORE), from the project's manifest and the extension setting of the
+    sessions that ran it: every partitioned bucketed_incremental table of the project without the
+    extension, the three Trino refuses among them; none of the project with it."""
+    warned = {}
+    for schema, project in writers.items():
+        catalog = catalog_from_manifest_file(project.root / "target" / "manifest.json")
+        settings = EngineSettings("trino").under(session_values(_HostClient(project.host), EXTENSION_KEYS))
+        names = {f"{schema}.{name}" for name, model in MODELS.items() if model[0] == schema}
+        warned[schema] = {w.relation.split(".")[1] for w in table_warnings(catalog, names, settings)}
+    incremental = {name for name, model in MODELS.items() if model[0] == STOCK and model[4]}
+    assert STOCK_REPLACED < incremental and warned == {STOCK: incremental, EXT: set()}
+    for name in STOCK_REPLACED:
+        with pytest.raises(TrinoError, match=r"Hive table \(.*\) is bucketed but partition \(day=.*\) is not bucketed"):
+            trino.query(f"select count(*) from hive.{STOCK}.{name}")
+
+
 def _misplaced(trino, oracle, table: str, keys, key_types, counts: dict[str, int], version: int) -> list:
     """The rows not in the file of the bucket Hive 4 gives their key, for their partition's bucket count
     (`counts`, keyed by Trino's `$partition`, "" for a table not partitioned). Trino's own check is off here,
@@ -390,10 +418,16 @@ def test_a_lookup_reads_one_bucket(trino, writers):
 
 
 @pytest.fixture(scope="module")
-def trino_tables(trino, writers):
+def trino_schema(trino) -> str:
+    """The schema of the tables Trino creates."""
+    trino.query(f"create schema if not exists hive.{TRINO}")
+    return TRINO
+
+
+@pytest.fixture(scope="module")
+def trino_tables(trino, writers, trino_schema):
     """Tables Trino creates and fills: v1 partitioned Parquet and v2 ORC, three INSERTs each (a bucket gets a
     file per INSERT, named as Trino names them), keys that leave buckets empty."""
-    trino.query(f"create schema if not exists hive.{TRINO}")
     trino.query(
         f"create table hive.{TRINO}.t_v1 (k integer, v bigint, day date) with (format = 'PARQUET', "
         "partitioned_by = ARRAY['day'], bucketed_by = ARRAY['k'], bucket_count = 8)"
@@ -409,6 +443,71 @@ def trino_tables(trino, writers):
         trino.query(f"insert into hive.{TRINO}.t_v1 values {rows}")
         trino.query(f"insert into hive.{TRINO}.t_v2 values " + ", ".join(f"({k}, {n * 100 + k})" for k in range(0, 9)))
     return ["t_v1", "t_v2"]
+
+
+#: Each key type Trino buckets a Hive table on, as Trino names it, and a value of it for row x (some NULL).
+TRINO_KEYS = {
+    "c_tinyint": ("tinyint", "cast(x % 7 - 3 as tinyint)"),
+    "c_smallint": ("smallint", "cast(x * 97 - 30000 as smallint)"),
+    "c_integer": ("integer", "if(x % 17 = 0, null, x * 1000003 - 50000000)"),
+    "c_bigint": ("bigint", "x * 100000000007 - 9000000000000"),
+    "c_varchar": ("varchar", "'k' || cast(x % 11 as varchar) || if(x % 3 = 0, 'é', '')"),
+    "c_boolean": ("boolean", "if(x % 13 = 0, null, x % 2 = 0)"),
+    "c_date": ("date", "date_add('day', x * 37 - 4000, date '1970-01-01')"),
+    "c_double": ("double", "if(x % 19 = 0, -0.0, x / 7.0 - 3)"),
+    "c_real": ("real", "cast(x / 3.0 - 10 as real)"),
+}
+
+
+@pytest.fixture(scope="module")
+def trino_typed_tables(trino, writers, trino_schema):
+    """Trino's tables bucketed on every key type it buckets on: v1 on the nine, v2 on the seven the extension
+    reads bucketed in v2 (not on floating point: v2 hashes -0.0 and 0.0 apart); two INSERTs each."""
+    v2_keys = [c for c, (t, _) in TRINO_KEYS.items() if t not in ("double", "real")]
+    for name, keys, version in (("t_types_v1", list(TRINO_KEYS), 1), ("t_types_v2", v2_keys, 2)):
+        columns = ", ".join(f"{c} {TRINO_KEYS[c][0]}" for c in keys)
+        bucketed_by = ", ".join(f"'{c}'" for c in keys)
+        trino.query(
+            f"create table hive.{TRINO}.{name} ({columns}, v bigint) with (format = 'PARQUET', "
+            f"bucketed_by = ARRAY[{bucketed_by}], bucket_count = 16, bucketing_version = {version})"
+        )
+        values = ", ".join(TRINO_KEYS[c][1] for c in keys)
+        for start in (1, 301):
+            trino.query(
+                f"insert into hive.{TRINO}.{name} select {values}, x from unnest(sequence({start}, {start + 299})) t(x)"
+            )
+    return {"t_types_v1": list(TRINO_KEYS), "t_types_v2": v2_keys}
+
+
+@pytest.mark.parametrize("name", ["t_types_v1", "t_types_v2"])
+def test_the_extension_reads_trinos_tables_of_every_key_type(trino, writers, trino_typed_tables, name):
+    """Verified (each row's bucket computed as it is read), the rows are Trino's, and a GROUP BY on the bucket
+    columns has no Exchange."""
+    host = writers[EXT].host
+    keys = trino_typed_tables[name]
+    # A real as the double it is: Trino prints a real's shortest text, Spark a float's double.
+    cols = ", ".join([*("cast(c_real as double)" if c == "c_real" else c for c in keys), "v"])
+    expected = _normalized(trino.query(f"select {cols} from hive.{TRINO}.{name}"))
+    assert len(expected) == 600
+    assert _normalized(host.sql(f"select {cols} from {TRINO}.{name}")) == expected
+    plan = host.sql(f"explain select {', '.join(keys)}, count(*) from {TRINO}.{name} group by {', '.join(keys)}")
+    assert "Exchange" not in plan[0][0], plan[0][0]
+
+
+def test_the_extension_refuses_a_trino_v1_table_with_a_date_before_1582(trino, writers, trino_schema):
+    """Trino hashes a date as its proleptic day; the package's Hive v1 hash of a date before 1582-10-15 is
+    Hive's classes' (a Julian day, docs/configs.md): the verified read finds 0001-01-01 in another bucket's
+    file and fails, where an unverified one would give a wrong answer."""
+    table = f"{TRINO}.t_old_date"
+    trino.query(
+        f"create table hive.{table} (d date, v bigint) with (format = 'PARQUET', bucketed_by = ARRAY['d'], "
+        "bucket_count = 8)"
+    )
+    trino.query(f"insert into hive.{table} values (date '0001-01-01', 1), (date '2024-01-01', 2)")
+    # Trino's bucket of 0001-01-01 (day -719162) is 6; the Julian day (-719164) is in 4.
+    refused = rf"table spark_catalog\.{table} is not bucketed as it declares: .* for bucket 6, but holds a row"
+    with pytest.raises(RuntimeError, match=refused + r" for bucket 4 \(d=DATE '0001-01-01'\)"):
+        writers[EXT].host.sql(f"select d, count(*) from {table} group by d")
 
 
 @pytest.mark.parametrize("name", ["t_v1", "t_v2"])
@@ -648,4 +747,3 @@ def test_the_checkers_trino_model_on_random_queries(trino, writers, corpus_catal
     print("random queries on Trino: " + ", ".join(f"{len(v)} {k}" for k, v in outcomes.items()))
     assert len(outcomes["unknown"]) < 0.05 * 200
     assert len(differ) <= RANDOM_DIFFERENCES, differ
-

@@ -10,6 +10,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
+from harness.dbt_project import ROUTING
 from spark_bucketing import cli
 
 TABLES = {
@@ -44,6 +45,9 @@ QUERIES = {
     # A partitioned bucketed_incremental model's table (never built: the manifest says how it is built), which
     # Trino refuses once a run without the extension has replaced one of its partitions.
     "daily_join": "select d.k from {{ ref('daily') }} d join {{ ref('hfact') }} h on d.k = h.k",
+    # The same through dbt-spark's `incremental`, which the project routes to the package (ROUTING, as microbatch
+    # models need): a Hive-hash table of the package, not dbt-spark's Spark-hash CLUSTERED BY.
+    "routed_join": "select r.k from {{ ref('routed') }} r join {{ ref('hfact') }} h on r.k = h.k",
 }
 # A source table that exists, bucketed by k into 8, whose sources.yml states nothing about bucketing.
 SOURCES = """
@@ -67,6 +71,12 @@ def project(spark, dbt_project):
         "daily",
         "select cast(id % 100 as int) as k, date_add(date'2024-01-01', cast(id % 2 as int)) as day from range(0, 500)",
         {"materialized": "bucketed_incremental", "partition_by": "day", "clustered_by": "k", "buckets": 16},
+    )
+    dbt_project.write_file("macros/incremental.sql", ROUTING)
+    dbt_project.write_model(
+        "routed",
+        "select cast(id % 100 as int) as k, date_add(date'2024-01-01', cast(id % 2 as int)) as day from range(0, 500)",
+        {"materialized": "incremental", "partition_by": "day", "clustered_by": "k", "buckets": 16},
     )
     dbt_project.write_model(
         "plain", "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 500)", {"materialized": "table"}
@@ -303,18 +313,23 @@ def test_trino_warns_of_a_table_it_refuses_once_a_partition_is_replaced(project)
     partitions lose their bucket spec and Trino refuses the table (tests/test_trino.py shows it): the Trino
     report warns of it, --fail-on warning fails on it, and --extension (the extension is loaded) or the Spark
     engine (it reads such tables) has no warning."""
-    args = ("--no-compile", "--engine", "trino", "--select", "daily_join", "hive_join")
-    daily = f"{project.schema}.daily"
+    args = ("--no-compile", "--engine", "trino", "--select", "daily_join", "routed_join", "hive_join")
+    daily, routed = f"{project.schema}.daily", f"{project.schema}.routed"
     code, out, err = _check(project, *args, "--fail-on", "warning")
     assert code == 1, out + err
     assert f"warning: {daily}: PARTITIONS_UNBUCKETED_IN_METASTORE" in out
+    assert f"warning: {routed}: PARTITIONS_UNBUCKETED_IN_METASTORE" in out
     assert "load the extension where dbt runs (spark.sql.extensions=sparkbucketing.BucketingExtensions)" in out
     assert "then rebuild the table once with `dbt run --full-refresh`" in out
     assert f"--fail-on warning: {daily}: PARTITIONS_UNBUCKETED_IN_METASTORE" in err
-    assert out.count("warning:") == 1  # not hfact, a bucketed_table: its runs add no partition to a table
+    assert out.count("warning:") == 2  # not hfact, a bucketed_table: its runs add no partition to a table
     code, out, _ = _check(project, *args, "--format", "json", "--fail-on", "shuffle")
     assert code == 0  # a warning changes no verdict, and fails only the gate that asks for it
-    assert [w["relation"] for w in json.loads(out)["warnings"]] == [daily]
+    report = json.loads(out)
+    assert [w["relation"] for w in report["warnings"]] == [daily, routed]
+    # Both read bucketed by Trino, the routed model's table too (Hive's hash, as the package builds it).
+    by_model = {m["model"].rsplit(".", 1)[1]: m["findings"] for m in report["models"]}
+    assert [f["shuffle_free"] for f in by_model["routed_join"]] == [True], by_model["routed_join"]
     code, out, _ = _check(project, *args, "--extension", "--fail-on", "warning")
     assert code == 0 and "warning:" not in out, out
     code, out, _ = _check(project, "--no-compile", "--select", "daily_join", "--fail-on", "warning")

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness.dbt_process import DbtProcessProject
+from harness.dbt_project import ROUTING
 from harness.hive4_oracle import Hive4Oracle
 from harness.spark import TEST_JVM_FLAGS
 from harness.trino_server import TrinoError, TrinoServer, remote_exchanges
@@ -63,6 +64,20 @@ select cast(case when id % 23 = 0 then null else id % {keys} end as int) as k, i
        concat('r', id) as s, date_add(date'2024-01-01', cast(id % {days} as int) + {first}) as day
 from range({start}, {stop})
 """
+
+#: The rows dbt's microbatch batches read, one day each: 3 days of 144 rows.
+MICROBATCH_SOURCE = """
+{{ config(materialized='table', event_time='day') }}
+select cast(id % 30 as int) as k, id as v, date_add(date'2024-01-01', cast(id div 144 as int)) as day
+from range(0, 432)
+"""
+MICROBATCH = (
+    "{{ config(materialized='incremental', incremental_strategy='microbatch', event_time='day', batch_size='day', "
+    "begin='2024-01-01', partition_by=['day'], clustered_by=['k'], buckets=8, bucketing_version=2) }}\n"
+    "select k, concat(v, '-{{ var('round', 1) }}') as v, day from {{ ref('mb_src') }}"
+)
+#: The batches every run makes: 2024-01-01 and 2024-01-02.
+WINDOW = ("--event-time-start", "2024-01-01", "--event-time-end", "2024-01-03")
 
 # name -> (project, model file text, key columns and types, partitioned)
 _INC = "materialized='bucketed_incremental', partition_by='day', clustered_by=['k']"
@@ -176,6 +191,10 @@ MODELS: dict[str, tuple[str, str, list[str], list[str], bool]] = {
         ["int"],
         True,
     ),
+    # dbt's batches (routed to the package: ROUTING), one a day, the same two days in both runs (WINDOW): the
+    # second run's batches replace the partitions the first added, as v1_daily's second run does (without the
+    # extension Trino would refuse it as it refuses v1_daily).
+    "v2_microbatch": (EXT, MICROBATCH, ["k"], ["int"], True),
 }
 ROUNDS = 2
 
@@ -212,9 +231,12 @@ def writers(metastore, tmp_path_factory):
     }
     for name, (project, text, *_rest) in MODELS.items():
         (projects[project].root / "models" / f"{name}.sql").write_text(textwrap.dedent(text).strip() + "\n")
+    (projects[EXT].root / "models" / "mb_src.sql").write_text(MICROBATCH_SOURCE)
+    (projects[EXT].root / "macros").mkdir()
+    (projects[EXT].root / "macros" / "incremental.sql").write_text(ROUTING)
     for round_ in range(1, ROUNDS + 1):
         for project in projects.values():
-            project.dbt("run", "--vars", f"{{round: {round_}}}")
+            project.dbt("run", "--vars", f"{{round: {round_}}}", *WINDOW)
     projects[EXT].dbt("run", "--select", "v1_added_files", "--vars", "{round: 3, spark_bucketing_compact: true}")
     yield projects
     for project in projects.values():

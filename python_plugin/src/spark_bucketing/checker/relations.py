@@ -96,6 +96,17 @@ def spec_from_config(config: dict) -> BucketSpec | None:
     )
 
 
+def routes_incremental(manifest: dict) -> bool:
+    """The project routes dbt-spark's `incremental` materialization to the package (docs/incremental.md,
+    "Microbatch"), which builds its models with `buckets` as `bucketed_incremental` (is_bucketed_incremental):
+    a project macro materialization_incremental_spark that calls the package's."""
+    return any(
+        m.get("name") in ("materialization_incremental_spark", "materialization_incremental_default")
+        and "spark_bucketing.incremental_materialization" in (m.get("macro_sql") or "")
+        for m in (manifest.get("macros") or {}).values()
+    )
+
+
 def catalog_from_manifest_file(manifest_path: Path) -> Catalog:
     """Models (and sources) from a dbt manifest file, wherever it sits;
     column types from schema.yml data_type and, when a catalog.json sits
@@ -107,6 +118,7 @@ def catalog_from_manifest_file(manifest_path: Path) -> Catalog:
         data = json.loads(catalog_path.read_text())
         catalog_json = {**data.get("nodes", {}), **data.get("sources", {})}
     catalog = Catalog()
+    routed = routes_incremental(manifest)
     for unique_id, node in {**manifest.get("nodes", {}), **manifest.get("sources", {})}.items():
         if node.get("resource_type") not in ("model", "source", "seed", "snapshot"):
             continue
@@ -118,6 +130,8 @@ def catalog_from_manifest_file(manifest_path: Path) -> Catalog:
         for c, col in documented.items():
             columns[c.lower()] = col.get("type") or columns.get(c.lower())
         config = node.get("config") or {}
+        if routed and config.get("materialized") == "incremental" and config.get("buckets") is not None:
+            config = {**config, "materialized": "bucketed_incremental"}
         meta_spec = (node.get("meta") or config.get("meta") or {}).get("spark_bucketing")
         bucket = BucketSpec.from_record(meta_spec) if meta_spec else spec_from_config(config)
         partition_by = [p.lower() for p in _as_list(config.get("partition_by"))]

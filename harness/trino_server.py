@@ -9,6 +9,7 @@ follow `nextUri`): no client library to install."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 import urllib.error
@@ -31,8 +32,21 @@ JVM_FLAGS = (
 
 
 def remote_exchanges(plan: str) -> list[str]:
-    """An EXPLAIN's remote exchanges: each fragment read by another through a RemoteSource."""
-    return [line.strip() for line in plan.splitlines() if "RemoteSource" in line]
+    """An EXPLAIN's remote exchanges that move rows between tasks: each RemoteSource reading a fragment whose
+    output is repartitioned (by a hash or the bucket function) or broadcast. A fragment gathered to the single
+    output task (`Output partitioning: SINGLE`, a plain scan's or a union's) moves no row between tasks."""
+    single, fragment = set(), None
+    for line in plan.splitlines():
+        if m := re.match(r"Fragment (\d+) \[", line):
+            fragment = m.group(1)
+        elif line.strip().startswith("Output partitioning: SINGLE"):
+            single.add(fragment)
+    out = []
+    for line in plan.splitlines():
+        if m := re.search(r"RemoteSource\[sourceFragmentIds = \[([\d, ]+)\]", line):
+            if any(f.strip() not in single for f in m.group(1).split(",")):
+                out.append(line.strip())
+    return out
 
 
 class TrinoError(RuntimeError):

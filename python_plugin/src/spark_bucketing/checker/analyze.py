@@ -45,7 +45,8 @@ def analyze_sql(
     if isinstance(qualified, Finding):
         return [qualified]
     try:
-        query = walk(_without_redundant_casts(qualified, catalog))
+        # Trino's planner keeps such a cast, and a key under it is not the bucket column there.
+        query = walk(_without_redundant_casts(qualified, catalog) if settings.engine == "spark" else qualified)
         if query is None:
             return []
         lookups = lookup_findings(query, catalog, settings)

@@ -35,7 +35,7 @@ from spark_bucketing.checker.joins import (
 from spark_bucketing.checker.keys import dedupe, describe_keys, join_side_reasons
 from spark_bucketing.checker.keytypes import union_types
 from spark_bucketing.checker.lines import source_line
-from spark_bucketing.checker.model import Finding, Output, Part, Side
+from spark_bucketing.checker.model import Finding, Output, Part, Side, settle
 from spark_bucketing.checker.needed import ALL, needed_outputs, window_used
 from spark_bucketing.checker.ordering import sort_state
 from spark_bucketing.checker.outer_joins import planned_join_kinds
@@ -52,6 +52,7 @@ from spark_bucketing.checker.projection import project
 from spark_bucketing.checker.redundant import redundant_aggregates
 from spark_bucketing.checker.semi_joins import SemiJoin, push_target, subquery_joins
 from spark_bucketing.checker.suggestions import suggestions
+from spark_bucketing.checker.trino_joins import replicated_without_keys
 
 
 def join_and_grouping_findings(
@@ -291,12 +292,44 @@ class _Flow:
         pairs = equi_pairs(join.args.get("on"), set(left_aliases), right_alias)
         if sources.get(right_alias) is None or not pairs:
             return None, False  # a cross join or a non-equi join: not a shuffle question
+        line = source_line(join)
+        if self.settings.engine == "trino":
+            if replicated_without_keys(kind, pairs, join.args.get("on"), join.parent_select.args.get("where")):
+                return self.replicated_join(pairs, kind, line, left_aliases, right_alias, left_part, sources)
         # Spark's hints are comments to Trino.
         hinted = broadcast_hinted(join.parent_select) if self.settings.engine == "spark" else set()
         build = broadcast_build(kind, left_aliases, right_alias, hinted)
         if build is None:
-            return self.judge_pairs(pairs, kind, source_line(join), left_aliases, right_alias, left_part, sources)
-        return self.broadcast_join(build, pairs, kind, source_line(join), left_aliases, right_alias, left_part, sources)
+            return self.judge_pairs(pairs, kind, line, left_aliases, right_alias, left_part, sources)
+        return self.broadcast_join(build, pairs, kind, line, left_aliases, right_alias, left_part, sources)
+
+    def replicated_join(self, pairs, kind, line, left_aliases, right_alias, left_part, sources):
+        """A join Trino plans without its equality (trino_joins.py): the right side is copied to every task,
+        the left side's partitioning goes on."""
+        l_keys, r_keys = [lk for lk, _ in pairs], [rk for _, rk in pairs]
+        left = describe_keys(left_aliases, l_keys, sources)
+        right = describe_keys([right_alias], r_keys, sources)
+        right_part = sources[right_alias].part
+        finding = Finding(
+            "join",
+            line,
+            [
+                Side(left.relation, left.keys, bool(left_part and left_part.bucketed), False, local_keys=left.local),
+                Side(
+                    right.relation,
+                    right.keys,
+                    bool(right_part and right_part.bucketed),
+                    True,
+                    [E.KEYS_FIXED_BY_LITERAL],
+                    local_keys=right.local,
+                ),
+            ],
+            join_type=kind,
+            unknown=left.unknown or right.unknown,
+        )
+        finding.suggestions = suggestions(finding, self.settings, left_part, prefixed(right_part, right_alias))
+        self.findings.append(finding)
+        return left_part, finding.unknown
 
     def broadcast_join(self, build, pairs, kind, line, left_aliases, right_alias, left_part, sources):
         """A join the query's hint makes a broadcast hash join: no side is
@@ -440,6 +473,9 @@ class _Flow:
             left.cast, right.cast = cast_keys(l_keys, r_keys, sources, self.settings.ansi)
         unknown = left.desc.unknown or right.desc.unknown
         choice = shuffle_choice(left, right, self.settings)
+        for part, taken in ((left_part, not choice.left.shuffle), (right_part, not choice.right.shuffle)):
+            if taken:
+                settle(part)
 
         finding = Finding(
             "join",

@@ -12,7 +12,7 @@ from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.join_keys import key_of
 from spark_bucketing.checker.keys import dedupe, describe_keys
 from spark_bucketing.checker.lines import source_line
-from spark_bucketing.checker.model import Finding, Output, Part, Side
+from spark_bucketing.checker.model import Finding, Output, Part, Side, settle
 from spark_bucketing.checker.partitioning import unordered
 from spark_bucketing.checker.suggestions import suggestions
 
@@ -123,6 +123,10 @@ def judge_grouping(
     )
     finding = Finding(g.kind, source_line(g.node), [side], unknown=desc.unknown)
     finding.suggestions = suggestions(finding, settings, part, None)
+    if ok:
+        settle(part)
+    if superset and not expanded and len(plain) == len(keys):
+        return replace(unordered(part), scan=False, pending=finding), finding
     if ok or not g.changes_partitioning:
         return unordered(part), finding
     if len(plain) != len(keys):

@@ -125,7 +125,10 @@ def shuffle_choice(left: JoinSide, right: JoinSide, settings: EngineSettings) ->
         return choice
     if lpos is not None and rpos is not None:
         same_hash = lp.hash == rp.hash
-        joined = E.joined_count(lp.num, rp.num, lp.scan and rp.scan, lp.hash, settings)
+        # Trino reads a whole co-located fragment at its smallest count: any two placements that come from
+        # bucketed scans, through joins and aggregations too; Spark coalesces or clones scans only.
+        both = lp.bucketed and rp.bucketed if settings.engine == "trino" else lp.scan and rp.scan
+        joined = E.joined_count(lp.num, rp.num, both, lp.hash, settings)
         if lpos == rpos and same_hash and joined is not None:
             choice.left.shuffle = choice.right.shuffle = False
             choice.num, choice.placed_by = joined, lp.hash

@@ -101,6 +101,19 @@ class Part:
     # Read from a table this package built (the extension keeps such scans
     # for a join on more than their bucket columns).
     package: bool = False
+    # Trino: the grouping on more keys than the bucket columns that gave this
+    # placement. Trino groups in place only where a reader wants the rows placed
+    # by the bucket columns (a join, window or grouping on them); else it
+    # exchanges them, as the finding says until such a reader settles it.
+    pending: Finding | None = None
+
+
+def settle(part: Part | None) -> None:
+    """A reader takes `part` as it is placed: a grouping pending on it runs in place (Part.pending)."""
+    if part is not None and part.pending is not None:
+        for side in part.pending.sides:
+            side.shuffle, side.reasons = False, []
+        part.pending.suggestions = []
 
 
 @dataclass

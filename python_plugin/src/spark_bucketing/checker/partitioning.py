@@ -7,7 +7,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from spark_bucketing.checker.blocks import Block, Query
-from spark_bucketing.checker.engines import EngineSettings
+from spark_bucketing.checker.engines import EngineSettings, power_of_two_multiple
 from spark_bucketing.checker.keytypes import norm_type
 from spark_bucketing.checker.model import Output, Part
 from spark_bucketing.checker.outer_joins import planned_join_kinds, rejected_aliases
@@ -68,13 +68,17 @@ def kept_union_part(branches: list[Output], settings: EngineSettings) -> Part | 
 
 def trino_union_part(branches: list[Output]) -> Part | None:
     """The placement Trino keeps for a UNION ALL whose branches are read bucketed alike by Hive's hash (one
-    hash, count and bucket column positions): its plans read them in one co-located fragment (Trino 476,
-    tests/test_trino.py). None otherwise."""
-    parts = _same_placement(branches)
+    hash and bucket column positions, counts a power of two apart): its plans read them in one co-located
+    fragment (Trino 476, tests/test_trino.py). None otherwise."""
+    parts = _same_placement(branches, any_count=True)
     if parts is None or not all(p.hash.startswith("hive") for p in parts):
         return None
+    # Read at the smallest count, as Trino reads a co-located fragment (counts a power of two apart).
+    num = min(p.num for p in parts)
+    if not all(power_of_two_multiple(p.num, num) for p in parts):
+        return None
     first = parts[0]
-    return Part(options=[first.options[0]], num=first.num, bucketed=True, spec=first.spec, hash=first.hash)
+    return Part(options=[first.options[0]], num=num, bucketed=True, spec=first.spec, hash=first.hash)
 
 
 def stock_union_part(branches: list[Output], settings: EngineSettings, filtered: set[str] | None) -> Part | None:
@@ -232,12 +236,12 @@ def _filtered_join_side(alias: str, first: str, joins: list, kinds: list[str]) -
     return out
 
 
-def _same_placement(branches: list[Output]) -> list[Part] | None:
+def _same_placement(branches: list[Output], any_count: bool = False) -> list[Part] | None:
     """The branches' partitionings when each is a bucketed scan's (read
     through projections, or a GROUP BY, DISTINCT or window that did not
-    shuffle it, which state their input's) and all share one hash, count and
-    bucket column positions; None otherwise. A join's output states either
-    side's (two options), which no union keeps."""
+    shuffle it, which state their input's) and all share one hash, count
+    (unless `any_count`) and bucket column positions; None otherwise. A
+    join's output states either side's (two options), which no union keeps."""
     parts = [b.part for b in branches]
     if not all(p is not None and p.bucketed and len(p.options) == 1 for p in parts):
         return None
@@ -245,7 +249,7 @@ def _same_placement(branches: list[Output]) -> list[Part] | None:
     if not all(all(c in n for c in p.options[0]) for p, n in zip(parts, names, strict=True)):
         return None
     positions = [tuple(n.index(c) for c in p.options[0]) for p, n in zip(parts, names, strict=True)]
-    if len(set(positions)) > 1 or len({(p.num, p.hash) for p in parts}) > 1:
+    if len(set(positions)) > 1 or len({(0 if any_count else p.num, p.hash) for p in parts}) > 1:
         return None
     # A branch whose key Spark widens to the others' type is read through a cast: not the scan's placement.
     pairs = zip(branches, parts, strict=True)

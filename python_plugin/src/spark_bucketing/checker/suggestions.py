@@ -47,6 +47,9 @@ def suggestions(finding: Finding, settings: EngineSettings, left: Part | None, r
                 if settings.engine == "trino"
                 else f"join on exactly the bucket columns of {rel}, or set "
                 "spark.sql.requireAllClusterKeysForCoPartition=false" + _superset_hint(settings, left, right),
+                E.KEYS_FIXED_BY_LITERAL: f"a filter fixes the join keys to one value, so Trino joins without them and "
+                f"copies {rel}'s rows of that value to every task: no bucketing removes that copy; it is no larger "
+                "than those rows",
                 E.KEY_POSITIONS: "write the join conditions in the order of the bucket columns"
                 if settings.engine == "trino"
                 else "bucket both sides by the join keys in the same order",

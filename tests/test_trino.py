@@ -632,6 +632,11 @@ CHECKED_QUERIES = [
     "select k, count(distinct w) from {s}.v1_peer group by k",
     "select k, count(distinct w), sum(distinct w % 7) from {s}.v1_peer group by k",
     "select w, count(distinct k) from {s}.v1_peer group by w",
+    # NOT IN copies the subquery's rows to every task; the NOT EXISTS the checker suggests joins on the buckets.
+    "select * from {s}.v1_empty_buckets a where a.k not in (select k from {s}.v1_peer)",
+    "select * from {s}.v1_empty_buckets a where not exists (select 1 from {s}.v1_peer b where b.k = a.k)",
+    # A literal fixes both keys: a cross join, the right side's rows of that key copied to every task.
+    "select a.v, b.w from {s}.v1_empty_buckets a join {s}.v1_peer b on a.k = b.k where a.k = 1",
 ]
 
 
@@ -657,6 +662,17 @@ def test_the_checkers_trino_model_agrees_with_trinos_plans(trino, stock_catalog,
     assert findings and not any(f.unknown for f in findings), findings
     plan = trino.explain(query, PARTITIONED)
     assert all(f.shuffle_free for f in findings) == (remote_exchanges(plan) == []), (findings, plan)
+
+
+def test_the_checkers_not_in_advice_works_on_trino(trino, stock_catalog):
+    """NOT IN over two package tables: the checker says Trino copies the subquery's rows (NULL_AWARE_ANTI_JOIN)
+    and suggests NOT EXISTS, which Trino runs on the buckets."""
+    not_in, not_exists = (q.format(s=STOCK) for q in CHECKED_QUERIES[-3:-1])
+    (finding,) = analyze_sql(not_in, stock_catalog, EngineSettings("trino", {}))
+    assert finding.sides[1].reasons == ["NULL_AWARE_ANTI_JOIN"] and "write NOT EXISTS" in finding.suggestions[0]
+    assert remote_exchanges(trino.explain(not_in, PARTITIONED)) != []
+    assert remote_exchanges(trino.explain(not_exists, PARTITIONED)) == []
+    assert all(f.shuffle_free for f in analyze_sql(not_exists, stock_catalog, EngineSettings("trino", {})))
 
 
 CORPUS_SCHEMA = "trino_corpus"
@@ -708,7 +724,6 @@ def _judged_on_trino(trino, catalog: Catalog, query: str) -> tuple[str, str]:
 #: Corpus queries where Trino 476's plan and the checker's Trino model still differ, each with Trino's behaviour
 #: the model lacks. The test fails on any other disagreement and on one of these agreeing (then drop it here).
 KNOWN_TRINO_DISAGREEMENTS = {
-    "not in subquery": "NOT IN exchanges the subquery's rows (NULLs replicated), where Spark broadcasts them",
     "IN of an aliased DISTINCT, moved into a union's branches": "Trino joins the IN above the UNION ALL (Spark "
     "moves it into each branch, as the model does) and exchanges the union's rows by the bucket function",
 }
@@ -738,10 +753,9 @@ def test_the_checkers_trino_model_on_the_corpus(trino, writers, corpus_catalog):
     assert len(agree) >= 90
 
 
-#: The generator's queries the checker's Trino model still judges otherwise than Trino 476 plans them (seed 84,
-#: 200 queries; 2026-12-05): a key compared with a literal past its type's range above a UNION ALL or a window
-#: (Trino folds the filter to false and reads nothing). A ratchet: fewer is better, more fails.
-RANDOM_DIFFERENCES = 2
+#: The generator's queries the checker's Trino model judges otherwise than Trino 476 plans them (seed 84, 200
+#: queries; 2026-12-05: none). A ratchet: more fails.
+RANDOM_DIFFERENCES = 0
 
 
 def test_the_checkers_trino_model_on_random_queries(trino, writers, corpus_catalog):

@@ -435,17 +435,30 @@ class _Flow:
             self.findings.extend(copy.deepcopy(f) for f in self.findings[start:end])
 
     def null_aware_anti_join(self, node, pairs, left_aliases, alias, sources) -> None:
+        """NOT IN (subquery): Spark broadcasts the subquery's rows (a broadcast, no shuffle); Trino copies them
+        to every task through an exchange (its NULLs decide every row)."""
         left = describe_keys(left_aliases, [pairs[0][0]], sources)
         right = describe_keys([alias], [pairs[0][1]], sources)
+        trino = self.settings.engine == "trino"
         sides = [
-            Side(relation=d.relation, keys=d.keys, bucketed=False, shuffle=False, local_keys=d.local)
-            for d in (left, right)
+            Side(relation=left.relation, keys=left.keys, bucketed=False, shuffle=False, local_keys=left.local),
+            Side(
+                relation=right.relation,
+                keys=right.keys,
+                bucketed=False,
+                shuffle=trino,
+                reasons=[E.NULL_AWARE_ANTI_JOIN] if trino else [],
+                local_keys=right.local,
+            ),
         ]
         finding = Finding(
             "join", source_line(node), sides, join_type="anti (null-aware)", unknown=left.unknown or right.unknown
         )
         finding.suggestions = [
-            "NOT IN (subquery) runs as a null-aware anti join that broadcasts every row of the subquery: "
+            "NOT IN (subquery) runs as a null-aware anti join that copies every row of the subquery to every task: "
+            "where the key cannot be NULL, write NOT EXISTS (an anti join that can use the buckets)"
+            if trino
+            else "NOT IN (subquery) runs as a null-aware anti join that broadcasts every row of the subquery: "
             "where the key cannot be NULL, write NOT EXISTS (a sort-merge anti join that can use the buckets)"
         ]
         self.findings.append(finding)

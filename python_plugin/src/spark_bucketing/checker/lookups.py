@@ -73,8 +73,6 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
     buckets they select; per scan of any known table, whether a filter that
     reaches it is never true (never_true_filter)."""
     out = ScanLookups()
-    if settings.engine != "spark":
-        return out
     # Per block: the filters on its output columns (unqualified) pushed into it by its readers, each with
     # why it is not sure to reach a scan (or None) and whether no relation is planned empty on it (`beyond`).
     pushed: dict[int, list[Pushed]] = {}

@@ -14,8 +14,9 @@ from pyspark.sql import Row
 from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from harness.hive4_oracle import Hive4Oracle, encode
-from harness.spark import BUCKET_IN_NAME, data_files, table_location
+from harness.spark import BUCKET_IN_NAME, data_files, extension_on, table_location
 from spark_bucketing import contracts, hashing
+from spark_bucketing.files import bucket_of
 from tests.support import hash_vectors
 from tests.support.hive_oracle import HiveOracle
 
@@ -195,17 +196,27 @@ def test_the_macro_gives_the_vectors(spark, dbt_project):
 def test_a_date_before_the_gregorian_calendar_stops_a_hive_write(spark, dbt_project):
     """A Hive v1 table keyed on a date column with a day before 1582-10-15: the write routes the rows by Hive's
     hash as Spark hands it the date (a Julian day) and Spark's writer names their file by a Gregorian one, so
-    the write's check finds a bucket in two files and discards it; nothing is published."""
+    the write's check finds a bucket in two files and discards it, nothing published, saying why and what to
+    do. The fix it names, bucketing_version=2 (whose hash gives Hive 4's bucket for such a date), builds."""
     old = "case when id % 5 = 0 then date'0001-01-01' else date_add(date'2024-01-01', cast(id as int)) end"
-    dbt_project.write_model(
-        "julian_key",
-        f"select id, {old} as d from range(0, 50)",
-        {"materialized": "bucketed_table", "clustered_by": "d", "buckets": 8},
-    )
+    config = {"materialized": "bucketed_table", "clustered_by": "d", "buckets": 8}
+    sql = f"select id, {old} as d from range(0, 50)"
+    dbt_project.write_model("julian_key", sql, config)
     result = dbt_project.run("julian_key", expect_ok=False)
     assert not result.success
-    assert "the new data broke its bucket layout" in str(result.result), result.result
+    message = str(result.result)
+    assert "the new data broke its bucket layout" in message, message
+    assert "The bucket column d is a date: Hive's v1 hash" in message and "set bucketing_version=2" in message
     assert not spark.catalog.tableExists(f"{dbt_project.schema}.julian_key")
+
+    dbt_project.write_model("julian_key", sql, {**config, "bucketing_version": 2})
+    with extension_on(spark):  # a v2 write needs the session extension
+        dbt_project.run("julian_key")
+    rows = spark.sql(f"select d, input_file_name() as f from {dbt_project.schema}.julian_key").collect()
+    assert len(rows) == 50
+    for r in rows:
+        bucket = hashing.bucket_id([r.d], ["date"], 8, "hive", 2)
+        assert bucket_of(r.f.rsplit("/", 1)[1], "hive") == bucket, (r.d, r.f)
 
 
 def _written_buckets(spark, table: str) -> dict[int, int]:

@@ -79,12 +79,34 @@
   {%- set checked = spark_bucketing.checked_stats(source, spec, other, reads, written.get('check') if other is none else none) -%}
   {%- if checked.problems > 0 -%}
     {%- set more = checked.problems - checked.lines | length -%}
+    {%- set dates = spark_bucketing.v1_date_keys(spec, written) -%}
     {%- do spark_bucketing.discard(written, location, rels,
         "the new data broke its bucket layout in " ~ checked.problems
         ~ " files, so it was discarded and the table left as it was:\n  " ~ (checked.lines | join('\n  '))
-        ~ ('\n  ... and ' ~ more ~ ' more files' if more > 0 else '')) -%}
+        ~ ('\n  ... and ' ~ more ~ ' more files' if more > 0 else '')
+        ~ ('\n  The bucket column ' ~ (dates | join(', ')) ~ " is a date: Hive's v1 hash, which routes and checks"
+           ~ " the rows, counts a date before 1582-10-15 (such as 0001-01-01) as a Julian day, and Spark's writer"
+           ~ " (like Hive 4 and Trino) as a Gregorian one, so its rows land in two buckets' files. Keep such dates"
+           ~ " out of the bucket columns, or set bucketing_version=2 (docs/configs.md)." if dates else '')) -%}
   {%- endif -%}
   {{ return(checked) }}
+{% endmacro %}
+
+{% macro v1_date_keys(spec, written) %}
+  {#- The bucket columns of a Hive v1 write that are dates (read only where a
+      write broke its layout, to say why it may have): Hive's own classes
+      hash a date before 1582-10-15 as a Julian day, Spark's writer as a
+      Gregorian one (docs/configs.md). -#}
+  {%- if spec.bucket_hash != 'hive' or spec.get('bucketing_version', 1) == 2 -%}{{ return([]) }}{%- endif -%}
+  {%- set types = {} -%}
+  {%- if written.folder is not none -%}
+    {%- for name, data_type in written.folder.columns -%}{%- do types.update({name | lower: data_type | lower}) -%}{%- endfor -%}
+  {%- elif written.relation is not none -%}
+    {%- for c in adapter.get_columns_in_relation(written.relation) -%}{%- do types.update({c.name | lower: c.data_type | lower}) -%}{%- endfor -%}
+  {%- endif -%}
+  {%- set dates = [] -%}
+  {%- for c in spec.clustered_by if types.get(c | lower) == 'date' -%}{%- do dates.append(c) -%}{%- endfor -%}
+  {{ return(dates) }}
 {% endmacro %}
 
 {% macro check_side_partitions(written, rels, location, stats, listed) %}

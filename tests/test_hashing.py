@@ -124,6 +124,14 @@ def test_hive_multi_column_bucket_ids_equal_hives_own_answer(oracle, version):
         assert hashing.bucket_id(row, cols, n, "hive", version) == expected, (cols, row, n, version)
 
 
+def _keys_schema(id_column: str, types: list[str]) -> StructType:
+    """An int row id, then a column c_<type> of each type."""
+    return StructType(
+        [StructField(id_column, _parse_datatype_string("int"))]
+        + [StructField(f"c_{t}", _parse_datatype_string(t)) for t in types]
+    )
+
+
 def _as_text(vectors: list[hash_vectors.Vector]) -> list[tuple]:
     """Vectors comparable as they are written (a NaN key equals itself)."""
 
@@ -166,10 +174,7 @@ def test_the_macro_gives_the_vectors(spark, dbt_project):
     (test_a_date_before_the_gregorian_calendar_stops_a_hive_write); docs/configs.md says so."""
     vectors = hash_vectors.read()
     types = list(hashing.HIVE_HASH_TYPES)
-    schema = StructType(
-        [StructField("vid", _parse_datatype_string("int"))]
-        + [StructField(f"c_{t}", _parse_datatype_string(t)) for t in types]
-    )
+    schema = _keys_schema("vid", types)
     rows = []
     for i, v in enumerate(vectors):
         by_type = dict(zip(v.types, v.values, strict=True))
@@ -237,10 +242,7 @@ def test_bucket_ids_equal_the_files_spark_writes(spark, family):
     rng = random.Random(11)
     for i in range(width, width + 200):
         rows.append([i] + [rng.choice(VALUES[t]) for t in types])
-    schema = StructType(
-        [StructField("rid", _parse_datatype_string("int"))]
-        + [StructField(f"c_{t}", _parse_datatype_string(t)) for t in types]
-    )
+    schema = _keys_schema("rid", types)
     spark.createDataFrame([Row(*r) for r in rows], schema).createOrReplaceTempView("hash_input")
     spark.sql("create database if not exists t_hashing")
     key_sets = [[t] for t in types] + [["int", "string"], ["bigint", "date", "boolean"], ["double", "tinyint", "float"]]

@@ -22,7 +22,7 @@ from spark_bucketing.checker.advice import GUESS, refine
 from spark_bucketing.checker.blocks import walk
 from spark_bucketing.checker.engines import EngineSettings
 from spark_bucketing.checker.flow import join_and_grouping_findings
-from spark_bucketing.checker.lookups import ScanLookups, lookup_findings
+from spark_bucketing.checker.lookups import lookup_findings
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.proven import keep_proven_settings
 from spark_bucketing.checker.relations import Catalog
@@ -50,10 +50,6 @@ def analyze_sql(
         if query is None:
             return []
         lookups = lookup_findings(query, catalog, settings)
-        if settings.engine == "trino":
-            # Lookups are Spark's (Trino's are not modelled); Trino too reads nothing for a filter no row
-            # passes (a literal past the column's range, contradicting literals: folded to false).
-            lookups = ScanLookups(never_true=lookups.never_true, emptied_sources=lookups.emptied_sources)
         scans = scan_outputs(query, catalog, settings, lookups.scan_filters)
         for table in lookups.never_true:
             scans[table] = replace(scans[table], empty=True)

@@ -125,7 +125,7 @@ def judge_grouping(
     finding.suggestions = suggestions(finding, settings, part, None)
     if ok:
         settle(part)
-    if superset and not expanded and len(plain) == len(keys):
+    if superset and len(plain) == len(keys):  # superset: Trino's, which has no Expand
         return replace(unordered(part), scan=False, pending=finding), finding
     if ok or not g.changes_partitioning:
         return unordered(part), finding

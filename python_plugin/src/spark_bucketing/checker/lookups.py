@@ -71,7 +71,7 @@ UNSURE_NULL_IN = (
 def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) -> ScanLookups:
     """Pass 1: per scan of a bucketed table, the filters that reach it and the
     buckets they select; per scan of any known table, whether a filter that
-    reaches it is never true (never_true_filter)."""
+    reaches it is never true (never_true_filter). For Trino only the latter."""
     out = ScanLookups()
     # Per block: the filters on its output columns (unqualified) pushed into it by its readers, each with
     # why it is not sure to reach a scan (or None) and whether no relation is planned empty on it (`beyond`).
@@ -130,7 +130,8 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
                     never = sure
                 if never:
                     out.never_true[id(source.table)] = never[0]
-                finding = judge_lookup(info, mine, settings, source.node) if info and not info.unknown else None
+                judged = info and not info.unknown and settings.engine == "spark"  # Trino's are not modelled
+                finding = judge_lookup(info, mine, settings, source.node) if judged else None
                 reason = next((why[f.sql()] for f in mine if f.sql() in why), None)
                 if finding and reason is not None:
                     finding.unknown, finding.buckets_read, finding.suggestions = True, None, [reason]
@@ -148,6 +149,9 @@ def lookup_findings(query: Query, catalog: Catalog, settings: EngineSettings) ->
                 kept = [f for f in mine if passing is not EVERY and not _names(f) <= passing]
                 if any(never_true_filter(f, types.get(alias, {})) and f.sql() not in beyond for f in kept):
                     out.emptied_sources.add((id(block), alias))
+    if settings.engine != "spark":
+        # Trino too reads nothing for a filter no row passes (folded to false); the rest is Spark's planning.
+        return ScanLookups(never_true=out.never_true, emptied_sources=out.emptied_sources)
     return out
 
 

@@ -11,12 +11,13 @@ from sqlglot import exp
 
 from spark_bucketing.checker.blocks import conjuncts
 from spark_bucketing.checker.join_keys import key_of
+from spark_bucketing.checker.literals import literal_value
 from spark_bucketing.checker.model import ColId
 
 
 def _literal(e: exp.Expression) -> bool:
-    e = e.unnest()
-    return isinstance(e, exp.Literal) or isinstance(e, exp.Neg) and isinstance(e.this.unnest(), exp.Literal)
+    """A literal other than NULL (a comparison with NULL fixes nothing)."""
+    return literal_value(e) not in (None, "NULL")
 
 
 def fixed_columns(conditions: list[exp.Expression]) -> set[ColId]:

@@ -299,6 +299,36 @@ def test_a_symbolic_link_in_the_directory_is_not_followed(tmp_path, compiles, wa
     assert not (mine / macro_cache.cache_key(MACRO)).is_symlink()
 
 
+@pytest.mark.parametrize("kind", ["directory", "named pipe", "file that cannot be opened"])
+def test_an_entry_that_is_not_a_readable_file_never_fails_the_command(tmp_path, compiles, warnings, kind):
+    """A directory, a named pipe or a file whose open fails where a macro's file would be: the macro compiles
+    as dbt compiles it, and the entry is replaced by the macro's file where a rename can replace it (not a
+    directory, which is then compiled again in every command)."""
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    entry = mine / macro_cache.cache_key(MACRO)
+    if kind == "directory":
+        entry.mkdir()
+        (entry / "inside").write_text("x")
+    elif kind == "named pipe":
+        os.mkfifo(entry, 0o600)
+    else:
+        entry.symlink_to(entry)  # open fails (ELOOP), as it does on a file one may not read
+    macro_cache.install(mine)
+    compiled = []
+    for names in (["a"], ["b"]):
+        compiles.clear()
+        assert greet(jinja.TemplateCache().get_node_template(node()), names) == f"hello {names[0].upper()}"
+        compiled.append(compiles == [MACRO])
+    if kind == "directory":
+        assert compiled == [True, True] and len(warnings) == 2
+        assert entry.is_dir() and (entry / "inside").read_text() == "x"
+    else:
+        assert compiled == [True, False] and len(warnings) == 1
+        assert entry.is_file() and not entry.is_symlink()
+    assert all(f"not loading {entry}" in w for w in warnings)
+
+
 def test_the_parents_the_cache_creates_are_the_users_alone(tmp_path):
     made = macro_cache.checked_directory(str(tmp_path / "a" / "b" / "c"))
     for path in (tmp_path / "a", tmp_path / "a" / "b", made):

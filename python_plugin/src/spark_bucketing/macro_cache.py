@@ -145,18 +145,26 @@ def _load(bucket: Bucket, path: Path) -> None:
     """Fills `bucket` with the code `path` holds if the file is the user's alone and holds this
     macro's code for these versions; leaves it empty otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # O_NONBLOCK: a named pipe in the file's place would otherwise block the command until a writer comes.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return
     except OSError as e:  # a symbolic link (ELOOP), or not readable
         _warn(f"not loading {path} ({e}); compiling that macro again")
         return
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        # Checked on the descriptor, before a file object is made of it: Python refuses to make one of a
+        # directory (IsADirectoryError), which would fail the dbt command. The entry is not the cache's to remove.
+        os.close(fd)
+        _warn(f"not loading {path}: it is not a regular file. Compiling that macro again and leaving the entry")
+        return
+    problem = not_private(st)
+    if problem is not None:
+        os.close(fd)
+        _warn(f"not loading {path}: {problem}. Compiling that macro again and replacing the file")
+        return
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        problem = not_private(st) if stat.S_ISREG(st.st_mode) else "it is not a regular file"
-        if problem is not None:
-            _warn(f"not loading {path}: {problem}. Compiling that macro again and replacing the file")
-            return
         try:
             bucket.load_bytecode(f)
         except Exception:  # a truncated file fails in pickle or marshal: compile again

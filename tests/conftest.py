@@ -14,7 +14,7 @@ import pytest
 from harness.dbt_project import RELEASE_LOCKS_HOOK, DbtProject
 from harness.metastore_service import MetastoreService
 from harness.spark import make_session
-from spark_bucketing import macro_cache
+from spark_bucketing import macro_cache, session_extension
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,6 +96,10 @@ _MACRO_CACHE_MADE: list[Path] = []
 
 def pytest_configure(config):
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    # The dbt processes tests start load the session extension where their profile names it, as before the
+    # plugin loaded it by default: each test states the session it runs in. The tests of the default
+    # (test_session_extension.py, test_readme_project.py, test_demo.py) take the variable out.
+    os.environ.setdefault(session_extension.ENV, session_extension.OFF)
     # dbt's runs, in this process and in the dbt processes tests start, keep their compiled macros as a user's
     # do (the cache is on by default), in a directory of this test run's: not the user's own cache directory.
     # Set before xdist starts its workers, which inherit it.

@@ -1,6 +1,7 @@
 """The README's "Using the package" section takes a newcomer to a working project (issue 82): its files and
 commands, read from README.md (each file block is marked `<!-- readme-project: <path> -->`), build a new
-project on an empty warehouse. The commands run one after another in one process of their own (one JVM,
+project on an empty warehouse, with the package's defaults (Hive's hash, the session extension loaded by the
+plugin, the package's own end-of-run hook). The commands run one after another in one process of their own (one JVM,
 Spark's default logging, as a user's `dbt` has), with the README's profile as it is: `dbt deps`, `dbt compile`
 before anything is built, `dbt build`, `dbt test` and `spark-bucketing check`. Their output holds no Java
 stack trace and no WARN past Spark's own start-up lines, which every Spark process prints before a session's
@@ -13,6 +14,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+from spark_bucketing import extension, session_extension
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MARK = re.compile(r"<!-- readme-project: (?P<name>[^ ]+) -->\n```[a-z]*\n(?P<body>.*?)\n```", re.S)
@@ -31,6 +34,15 @@ for line in sys.argv[1:]:
     print(f"=== exit {code}", flush=True)
     if code:
         sys.exit(code)
+
+# The session the dbt commands ran in: its extensions, and the Exchanges of customer_totals' join in its plan.
+from pyspark.sql import SparkSession
+from spark_bucketing.plans import executed_plan, exchanges
+
+spark = SparkSession.builder.getOrCreate()
+join = "select * from analytics.customers c join analytics.orders o on o.customer_id = c.customer_id"
+print("=== extensions " + spark.conf.get("spark.sql.extensions", ""))
+print(f"=== join exchanges {exchanges(executed_plan(spark, join, **{'spark.sql.autoBroadcastJoinThreshold': '-1'}))}")
 """
 
 
@@ -65,7 +77,9 @@ def test_the_readme_project_builds_on_an_empty_warehouse(tmp_path):
         path = project / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text.replace("/path/to/spark-bucketing", str(REPO_ROOT)) + "\n")
+    # A new user's environment: the session extension as the package's plugin loads it by default.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_BUCKETING_FAIL"))}
+    env.pop(session_extension.ENV, None)
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, *commands],
         cwd=project,
@@ -86,6 +100,9 @@ def test_the_readme_project_builds_on_an_empty_warehouse(tmp_path):
     assert "Runtime Error" not in section("dbt compile") and "Compilation Error" not in section("dbt compile")
     assert re.search(r"Done\. PASS=9 WARN=0 ERROR=0 SKIP=0", section("dbt build")), section("dbt build")
     assert re.search(r"Done\. PASS=6 WARN=0 ERROR=0 SKIP=0", section("dbt test")), section("dbt test")
+    # Default-config tables (Hive's hash): the extension loaded with no wiring, and their join needs no Exchange.
+    assert f"=== extensions {extension.EXTENSION_CLASS}\n" in out, out[-3000:]
+    assert "=== join exchanges 0\n" in out, out[-3000:]
     check = section("spark-bucketing check")
     assert re.search(r"model\.my_project\.customer_totals .*\n\s+line \d+\s+join\s+no shuffle", check), check
     # Quiet: no Java stack trace, no WARN but Spark's start-up lines, no PySpark query-error JSON.

@@ -1,12 +1,41 @@
-{#- The end-of-run hook a project adds (dbt_project.yml: on-run-end:
-    "{{ spark_bucketing.release_failed_runs_locks(results) }}"; dbt runs a
-    package's own hooks only in some projects). A model that failed on an
-    error the package cannot catch (a statement failing in Spark or the
-    metastore) while it held its table's commit lock releases it here, so
-    other runs do not wait commit_lock_expiry for it; and its side entries
-    (and a full build's folder) go at once instead of after
-    leftover_grace_period. A run killed outright leaves its entries until
-    they expire. -#}
+{#- The package's end-of-run hook (its dbt_project.yml: dbt runs the
+    end-of-run hooks of installed packages, before the project's own). A
+    model that failed on an error the package cannot catch (a statement
+    failing in Spark or the metastore) while it held its table's commit lock
+    releases it here, so other runs do not wait commit_lock_expiry for it;
+    and its side entries (and a full build's folder) go at once instead of
+    after leftover_grace_period. A run killed outright leaves its entries
+    until they expire. A project that still names
+    release_failed_runs_locks in its own on-run-end (as the package once
+    asked) runs it a second time, which finds nothing left to release. -#}
+
+{% macro end_of_run(results) %}
+  {%- do spark_bucketing.release_failed_runs_locks(results) -%}
+  {%- do spark_bucketing.say_what_runs_without_the_extension(results) -%}
+{% endmacro %}
+
+{% macro say_what_runs_without_the_extension(results) %}
+  {#- Once per dbt command that wrote a Hive-hash table in a session without
+      the session extension (a Thrift Server that does not load it, or
+      SPARK_BUCKETING_EXTENSION=off): what those tables lose, and how to load
+      it. One SET, only where such a table was written. -#}
+  {%- set written = [] -%}
+  {%- for res in results if res.status == 'success' and res.node.resource_type == 'model'
+        and (res.node.config.materialized == 'bucketed_table' or spark_bucketing.is_bucketed_incremental(res.node.config))
+        and res.node.config.get('bucket_hash', 'hive') == 'hive' -%}
+    {%- do written.append(res.node.name) -%}
+  {%- endfor -%}
+  {%- if written and not spark_bucketing.extension_active() -%}
+    {%- do log("spark_bucketing: " ~ written | length ~ " Hive-hash table(s) (" ~ written[:5] | join(', ') ~ (', ...' if written | length > 5 else '')
+        ~ ") written by a Spark that does not load the package's session extension. Spark reads them unbucketed"
+        ~ " (their joins and aggregations on the bucket key shuffle), and a partition an incremental run replaces"
+        ~ " loses its bucket spec in the metastore, so Trino refuses such a table until a --full-refresh."
+        ~ " Load the extension where Spark runs: `spark-bucketing extension` (on that machine) builds its jar and"
+        ~ " prints its path; add to the server's configuration (a Thrift Server's --conf):\n"
+        ~ "    spark.jars=<that jar>  (and spark.driver.extraClassPath=<that jar>)\n"
+        ~ "    spark.sql.extensions=" ~ spark_bucketing.extension_class(), info=true) -%}
+  {%- endif -%}
+{% endmacro %}
 
 {% macro release_failed_runs_locks(results) %}
   {%- set mine = local_md5(invocation_id)[:6] -%}

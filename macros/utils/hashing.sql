@@ -40,11 +40,17 @@
 {% macro default__register_hash_functions() %}
   {#- Hive's own hash UDF, session-scoped; needed before any bucket_id_expr
       of the hive family runs where the session extension (which adds it)
-      is not loaded. -#}
-  {%- call statement('spark_bucketing_register_hash', auto_begin=false) -%}
-    create or replace temporary function {{ spark_bucketing.hive_hash_function() }}
-    as 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFHash'
-  {%- endcall -%}
+      is not loaded. Created only where the session has no function of
+      that name (the extension's, or one an earlier model of the session
+      created): Spark logs a WARN each time a temporary function replaces
+      another. -#}
+  {%- set listed = run_query("show user functions like '" ~ spark_bucketing.hive_hash_function() ~ "'") -%}
+  {%- if listed | length == 0 -%}
+    {%- call statement('spark_bucketing_register_hash', auto_begin=false) -%}
+      create or replace temporary function {{ spark_bucketing.hive_hash_function() }}
+      as 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFHash'
+    {%- endcall -%}
+  {%- endif -%}
 {% endmacro %}
 
 {% macro bucket_id_expr(columns, buckets, bucket_hash, bucketing_version=1) %}

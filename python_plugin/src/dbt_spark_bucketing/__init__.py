@@ -2,20 +2,27 @@
 name starts with `dbt_` and sets up the plugins it lists, at the start of
 every command. One keeps compiled macros on disk across dbt processes
 (spark_bucketing.macro_cache): in the user's cache directory, in the one
-SPARK_BUCKETING_MACRO_CACHE names, or nowhere where it says `off`. The other
-tells dbt's parser that the package's materializations enforce constraints
-(spark_bucketing.dbt_constraints). The third lists a schema again where a
-table vanished while dbt-spark listed it (spark_bucketing.dbt_listing)."""
+SPARK_BUCKETING_MACRO_CACHE names, or nowhere where it says `off`. One loads
+the Spark session extension into the Spark a `method: session` target starts,
+for projects that install the dbt package (spark_bucketing.session_extension). The others
+tell dbt's parser that the package's materializations enforce constraints
+(spark_bucketing.dbt_constraints) and list a schema again where a table
+vanished while dbt-spark listed it (spark_bucketing.dbt_listing)."""
 
 from dbt.plugins.manager import dbtPlugin
 
-from spark_bucketing import dbt_constraints, dbt_listing
+from spark_bucketing import dbt_constraints, dbt_listing, session_extension
 from spark_bucketing.macro_cache import install_from_environment
 
 
 class MacroCache(dbtPlugin):
     def initialize(self) -> None:
         install_from_environment()
+
+
+class SessionExtension(dbtPlugin):
+    def initialize(self) -> None:
+        session_extension.install()
 
 
 class EnforcedConstraints(dbtPlugin):
@@ -28,4 +35,4 @@ class ListingRetry(dbtPlugin):
         dbt_listing.install()
 
 
-plugins = [MacroCache, EnforcedConstraints, ListingRetry]
+plugins = [MacroCache, SessionExtension, EnforcedConstraints, ListingRetry]

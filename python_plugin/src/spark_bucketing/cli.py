@@ -161,6 +161,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     except (TargetError, CheckError) as exc:
         print(f"spark-bucketing check: {exc}", file=sys.stderr)
         return 2
+    if client is None:
+        conf = {**sessions_default(project_dir, profiles_dir, args.target), **conf}
     settings = EngineSettings(args.engine, conf)
     planner = contextlib.nullcontext()
     if args.catalog == "local":
@@ -186,6 +188,23 @@ def cmd_check(args: argparse.Namespace) -> int:
         _close(client)
     print(json.dumps(report.to_json(), indent=2) if args.format == "json" else format_text(report))
     return gate(report, set(args.fail_on or []), args.allow_unchecked)
+
+
+def sessions_default(project_dir: Path, profiles_dir: Path | None, target: str | None) -> dict[str, str]:
+    """What an offline check takes the sessions that run the models to load, where --conf and --extension say
+    nothing: the session extension where the target's sessions load it (its profile names it, or the package's
+    dbt plugin adds it: method session, the package installed, SPARK_BUCKETING_EXTENSION not off)."""
+    from spark_bucketing import session_extension
+    from spark_bucketing.connection import TargetError, target_config
+    from spark_bucketing.extension import EXTENSION_CLASS
+
+    try:
+        config = target_config(project_dir, profiles_dir, target)
+    except TargetError:  # no profile to read: stock Spark's sessions, as before the plugin loaded it
+        return {}
+    if session_extension.loads(config.credentials, config):
+        return {"spark.sql.extensions": EXTENSION_CLASS}
+    return {}
 
 
 def gate(report: Report, fail_on: set[str], allow_unchecked: bool) -> int:
@@ -235,7 +254,10 @@ def cmd_extension(args: argparse.Namespace) -> int:
         print(jar)
         return 0
     print(f"jar: {jar}")
-    print("Add to the profile's server_side_parameters (method: session), or as --conf to the Thrift Server:")
+    print(
+        "A dbt command with method: session loads it by itself (the package's dbt plugin). Elsewhere add to the"
+        " Spark's configuration (a Thrift Server's --conf, or a profile's server_side_parameters):"
+    )
     for key, value in extension.spark_settings(jar).items():
         print(f"  {key}: {value}")
     print(f"Off for one session: SET {extension.SWITCH}=false")

@@ -20,38 +20,16 @@ class DbtTargetClient:
     in this process (`method: session`), else None."""
 
     def __init__(self, project_dir: Path, profiles_dir: Path | None = None, target: str | None = None):
-        project_dir = Path(project_dir).resolve()
-        if not (project_dir / "dbt_project.yml").exists():
-            raise TargetError(
-                f"no dbt_project.yml in {project_dir}: pass --project-dir, or --thrift HOST:PORT / --state-dir DIR"
-            )
-        try:
-            from dbt.adapters.factory import get_adapter, register_adapter
-            from dbt.cli.resolvers import default_profiles_dir
-            from dbt.config.runtime import RuntimeConfig
-            from dbt.flags import set_from_args
-            from dbt.mp_context import get_mp_context
-        except ImportError as exc:  # pragma: no cover - dbt-core is a declared dependency
-            raise TargetError(f"dbt-core is not importable ({exc}); install dbt-spark in this environment") from exc
-        profiles = profiles_dir or Path(os.environ.get("DBT_PROFILES_DIR") or default_profiles_dir())
-        args = Namespace(
-            project_dir=str(project_dir),
-            profiles_dir=str(Path(profiles).resolve()),
-            target=target,
-            profile=None,
-            threads=None,
-            vars={},
-        )
-        try:
-            set_from_args(args, {})
-            config = RuntimeConfig.from_args(args)
-        except Exception as exc:
-            raise TargetError(
-                f"cannot load the dbt profile for {project_dir} from {profiles} (pass --profiles-dir, "
-                f"or --thrift HOST:PORT / --state-dir DIR): {exc}"
-            ) from exc
+        from dbt.adapters.factory import get_adapter, register_adapter
+        from dbt.mp_context import get_mp_context
+
+        from spark_bucketing import session_extension
+
+        config = target_config(project_dir, profiles_dir, target)
         if config.credentials.type != "spark":
             raise TargetError(f"the dbt target '{config.target_name}' is of type {config.credentials.type}, not spark")
+        # The session a dbt command of this project starts: the extension loaded as the package's dbt plugin loads it.
+        session_extension.load_into(config.credentials, config)
         register_adapter(config, get_mp_context())
         self.adapter = get_adapter(config)
         self.target = f"{config.profile_name}.{config.target_name} (method {config.credentials.method})"
@@ -69,6 +47,38 @@ class DbtTargetClient:
 
     def close(self) -> None:
         self._conn.__exit__(None, None, None)
+
+
+def target_config(project_dir: Path, profiles_dir: Path | None = None, target: str | None = None):
+    """dbt's RuntimeConfig of the project's target: its profile, as `dbt compile` there reads it."""
+    project_dir = Path(project_dir).resolve()
+    if not (project_dir / "dbt_project.yml").exists():
+        raise TargetError(
+            f"no dbt_project.yml in {project_dir}: pass --project-dir, or --thrift HOST:PORT / --state-dir DIR"
+        )
+    try:
+        from dbt.cli.resolvers import default_profiles_dir
+        from dbt.config.runtime import RuntimeConfig
+        from dbt.flags import set_from_args
+    except ImportError as exc:  # pragma: no cover - dbt-core is a declared dependency
+        raise TargetError(f"dbt-core is not importable ({exc}); install dbt-spark in this environment") from exc
+    profiles = profiles_dir or Path(os.environ.get("DBT_PROFILES_DIR") or default_profiles_dir())
+    args = Namespace(
+        project_dir=str(project_dir),
+        profiles_dir=str(Path(profiles).resolve()),
+        target=target,
+        profile=None,
+        threads=None,
+        vars={},
+    )
+    try:
+        set_from_args(args, {})
+        return RuntimeConfig.from_args(args)
+    except Exception as exc:
+        raise TargetError(
+            f"cannot load the dbt profile for {project_dir} from {profiles} (pass --profiles-dir, "
+            f"or --thrift HOST:PORT / --state-dir DIR): {exc}"
+        ) from exc
 
 
 def _session():

@@ -111,8 +111,6 @@ def run_demo(
     os.environ["SPARK_BUCKETING_DEMO_DIR"] = str(state_dir.resolve())
     os.environ.setdefault("SPARK_BUCKETING_LOG4J", str(QUIET_LOG4J))
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-    # The profile loads the session extension from this jar (built once, cached).
-    os.environ.setdefault("SPARK_BUCKETING_EXTENSION_JAR", str(extension.build_jar()))
     quiet_pyspark_logs()
     where = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir)]
     runner = dbtRunner()

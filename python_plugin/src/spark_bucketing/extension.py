@@ -5,8 +5,11 @@ enable it."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import importlib.util
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,12 +22,26 @@ SWITCH = contracts.EXTENSION_SWITCH
 SOURCES = Path(__file__).resolve().parent / "scala"
 
 
+def pyspark_home() -> Path:
+    """The installed PySpark's folder, found without importing PySpark (which costs a dbt command's start
+    a few hundred milliseconds where no Spark is started)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("building the extension needs PySpark: pip install 'spark-bucketing[spark]'")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+def pyspark_version() -> str:
+    """The installed PySpark's version, read from its own version module (no import of PySpark)."""
+    text = (pyspark_home() / "version.py").read_text()
+    found = re.search(r"""__version__[^=]*=\s*["']([^"']+)["']""", text)
+    if found is None:
+        raise ValueError(f"cannot read PySpark's version from {pyspark_home() / 'version.py'}")
+    return found.group(1)
+
+
 def pyspark_jars() -> Path:
-    try:
-        import pyspark
-    except ImportError as exc:
-        raise ValueError("building the extension needs PySpark: pip install 'spark-bucketing[spark]'") from exc
-    return Path(pyspark.__file__).resolve().parent / "jars"
+    return pyspark_home() / "jars"
 
 
 # The Spark lines the extension is built for, each with its folder of SparkCompat (what differs between them).
@@ -44,18 +61,14 @@ def spark_line(version: str) -> str:
 
 def sources() -> list[Path]:
     """The shared sources and the installed PySpark's version layer."""
-    from pyspark import __version__
-
-    return sorted(SOURCES.glob("*.scala")) + sorted((SOURCES / spark_line(__version__)).glob("*.scala"))
+    return sorted(SOURCES.glob("*.scala")) + sorted((SOURCES / spark_line(pyspark_version())).glob("*.scala"))
 
 
 def default_jar() -> Path:
     """Under the user's cache, named by the PySpark version and the sources, so a change of either rebuilds."""
-    from pyspark import __version__
-
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources())).hexdigest()[:12]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "spark-bucketing"
-    return cache / f"spark-bucketing-extension-{__version__}-{digest}.jar"
+    return cache / f"spark-bucketing-extension-{pyspark_version()}-{digest}.jar"
 
 
 def build_jar(out: Path | None = None, force: bool = False) -> Path:
@@ -66,6 +79,16 @@ def build_jar(out: Path | None = None, force: bool = False) -> Path:
     jars = pyspark_jars()
     compiler = scala_compiler(jars)
     out.parent.mkdir(parents=True, exist_ok=True)
+    # dbt commands started at once each find no jar: one compiles, the others wait for it and take its jar.
+    with open(out.with_name(out.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if out.is_file() and not force:
+            return out
+        _compile(compiler, jars, out)
+    return out
+
+
+def _compile(compiler: list[Path], jars: Path, out: Path) -> None:
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         built = Path(tmp) / out.name
         command = [
@@ -84,7 +107,6 @@ def build_jar(out: Path | None = None, force: bool = False) -> Path:
             raise ValueError(f"compiling the extension failed:\n{result.stdout}{result.stderr}")
         # Renamed into place: a concurrent reader sees no jar or the whole jar.
         built.replace(out)
-    return out
 
 
 def scala_compiler(jars: Path) -> list[Path]:

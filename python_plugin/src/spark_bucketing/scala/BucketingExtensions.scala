@@ -15,6 +15,7 @@ import org.apache.spark.util.collection.BitSet
  *  SET spark_bucketing.extension.enabled=false. */
 class BucketingExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
+    QuietLogs.install()
     extensions.injectPlannerStrategy(session => PackageBucketedScans(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CoalesceBucketsInJoins(session))
     extensions.injectQueryPostPlannerStrategyRule(session => CloneBucketsInJoins(session))

@@ -29,6 +29,7 @@ class DbtProcessProject:
         jvm_flags: str = "",
         thrift_port: int | None = None,
         one_process: bool = False,
+        env: dict[str, str | None] | None = None,
         **spark_conf: str,
     ):
         """`quiet_logs=False` keeps Spark's own log configuration, as a user's run has it;
@@ -37,8 +38,10 @@ class DbtProcessProject:
         port (method: thrift; the server has its own Spark settings) instead of
         starting Spark in each dbt process.
         `one_process`: the commands run one after another in one process and
-        JVM (harness/dbt_host.py) instead of one each; close() ends it."""
+        JVM (harness/dbt_host.py) instead of one each; close() ends it.
+        `env`: variables of the dbt processes' environment over this one's (None takes one out)."""
         self.root = root
+        self.env = env or {}
         self.host: DbtHost | None = None
         self.one_process = one_process
         self.schema = schema
@@ -89,7 +92,8 @@ class DbtProcessProject:
     def dbt(self, *args: str) -> float:
         """Runs one dbt command in a new process; returns its wall time in
         seconds and keeps what it printed in `output`."""
-        env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+        env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **self.env}
+        env = {k: v for k, v in env.items() if v is not None}
         if self.one_process:
             return self._hosted(args, env)
         start = time.perf_counter()

@@ -27,7 +27,7 @@ from harness.dbt_project import ROUTING
 from harness.hive4_oracle import Hive4Oracle
 from harness.spark import TEST_JVM_FLAGS
 from harness.trino_server import TrinoError, TrinoServer, remote_exchanges
-from spark_bucketing import extension, hashing
+from spark_bucketing import hashing, session_extension
 from spark_bucketing.checker import Catalog, EngineSettings, analyze_sql
 from spark_bucketing.checker.engines import EXTENSION_KEYS
 from spark_bucketing.checker.relations import RelationInfo, catalog_from_manifest_file
@@ -166,6 +166,16 @@ MODELS: dict[str, tuple[str, str, list[str], list[str], bool]] = {
         ["bigint"],
         False,
     ),
+    # The defaults (Hive's hash, v1, Parquet, insert_overwrite), loaded by nothing but the plugin: the second run
+    # replaces a day the first wrote.
+    "default_daily": (
+        EXT,
+        f"{{{{ config({_INC}, buckets=8) }}}}\n"
+        + DAILY_SQL.format(keys=30, days=3, first="{{ var('round', 1) }} - 1", start=0, stop=600),
+        ["k"],
+        ["int"],
+        True,
+    ),
     "v2_daily_orc": (
         EXT,
         f"{{{{ config({_INC}, sorted_by=['k'], buckets=8, bucketing_version=2, file_format='orc') }}}}\n"
@@ -200,11 +210,14 @@ ROUNDS = 2
 
 
 def _project(root: Path, schema: str, metastore, with_extension: bool) -> DbtProcessProject:
+    """The project with the extension names none of its settings: the package's dbt plugin loads it, as in a new
+    user's project (the suite's environment turns the plugin's loading off, this project's turns it on)."""
     conf = {"spark.sql.shuffle.partitions": "4", **metastore.spark_conf()}
+    env: dict[str, str | None] = {}
     if with_extension:
-        conf |= extension.spark_settings(extension.build_jar())
         conf |= {FOREIGN_TABLES_SWITCH: "true", FOREIGN_TABLES_VERIFY: "true"}
-    return DbtProcessProject(root, schema=schema, one_process=True, jvm_flags=TEST_JVM_FLAGS, **conf)
+        env[session_extension.ENV] = None
+    return DbtProcessProject(root, schema=schema, one_process=True, jvm_flags=TEST_JVM_FLAGS, env=env, **conf)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import yaml
 
 from harness.spark import TEST_JVM_FLAGS
 from spark_bucketing.macro_cache import ENV, PRUNED_STAMP
+from spark_bucketing.session_extension import ENV as EXTENSION_ENV
 from spark_bucketing.sparksession import QUIET_LOG4J
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +31,7 @@ TABLE = "select cast(id % 100 as int) as k, concat('v', id) as v from range(0, 4
 
 def _run(cmd: list[str], cwd: Path, ok_codes=(0,), env: dict | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", ENV)} | (env or {})
+    env = {k: v for k, v in env.items() if v is not None}  # None: the variable taken out
     env["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     assert proc.returncode in ok_codes, (
@@ -134,18 +136,26 @@ def test_installed_package_works_in_a_clean_dbt_spark_venv(venv, scratch, tmp_pa
     v2.write_text(
         "{{ config(materialized='bucketed_table', clustered_by=['k'], buckets=8, bucketing_version=2) }}\n" + TABLE
     )
+    # (The suite's environment has SPARK_BUCKETING_EXTENSION=off: the plugin does not load it.)
     first = run([str(bin_ / "dbt"), "run", *project], cwd=scratch, ok_codes=(1,)).stdout
-    v2.unlink()
     assert "config 'bucketing_version': 2 needs the spark-bucketing session extension" in first, first
     assert "spark.sql.extensions=sparkbucketing.BucketingExtensions" in first
-    assert "PASS=7 WARN=0 ERROR=1" in first, first
+    assert "PASS=8 WARN=0 ERROR=1" in first, first  # 7 models and the package's end-of-run hook
     assert not [p for p in (scratch / "state" / "warehouse").rglob("*hive_v2*")]
+    # Without the variable, the installed plugin compiles the extension's jar into the user's cache (once,
+    # saying so) and loads it into the session dbt starts: the v2 model builds.
+    with_it = run(
+        [str(bin_ / "dbt"), "run", *project, "--select", "hive_v2"], cwd=scratch, env={EXTENSION_ENV: None}
+    ).stdout
+    assert "compiling the Spark session extension for PySpark" in with_it and "PASS=2" in with_it, with_it
+    assert len(list((user_cache / "spark-bucketing").glob("spark-bucketing-extension-*.jar"))) == 1
+    v2.unlink()
 
     # Incremental runs on the tables `dbt run` built, then the test of their rows: the day replaced, the
     # rows appended once; and `fact` built again, replacing the table (the macro cache's check below).
     again = ["--select", "daily", "appended", "fact", "incremental_rows", "--vars", "{appended_rows: 800}"]
     built = run([str(bin_ / "dbt"), "build", *project, *again], cwd=scratch).stdout
-    assert "PASS=4" in built and "ERROR=0" in built, built
+    assert "PASS=5" in built and "ERROR=0" in built, built  # 4 nodes and the package's hook
 
     assert "check" in run([str(bin_ / "spark-bucketing"), "--help"], cwd=elsewhere).stdout
 

@@ -210,7 +210,9 @@
   {%- if spec.bucketing_version == 2 and not spark_bucketing.extension_loaded() -%}
     {%- do spark_bucketing.config_error('bucketing_version', "2 needs the spark-bucketing session extension, which this Spark session has not loaded:"
         ~ " Spark has no function for Hive's v2 hash, and its own writer would place the rows by v1",
-        "load the extension (spark.sql.extensions=" ~ spark_bucketing.extension_class() ~ " and its jar; `spark-bucketing extension` prints the settings), or set bucketing_version=1") -%}
+        "load the extension: with method: session the package's Python plugin loads it unless SPARK_BUCKETING_EXTENSION=off;"
+        ~ " elsewhere spark.sql.extensions=" ~ spark_bucketing.extension_class() ~ " and its jar (`spark-bucketing extension` prints the settings)."
+        ~ " Or set bucketing_version=1") -%}
   {%- endif -%}
 
   {%- set out = spec.copy() -%}

@@ -19,8 +19,8 @@ from harness.spark import sql_string
 FAIL_AT = "SPARK_BUCKETING_FAIL_AT"
 
 
-#: The end-of-run hook a project adds (docs/incremental.md, "Concurrent runs").
-RELEASE_LOCKS_HOOK = "{{ spark_bucketing.release_failed_runs_locks(results) }}"
+#: The end-of-run hook a project adds (README; docs/incremental.md, "Concurrent runs").
+RELEASE_LOCKS_HOOK = "{{ spark_bucketing.end_of_run(results) }}"
 
 #: dbt's flag (hidden, for its tests) that runs an invocation's nodes in the calling thread instead of a new
 #: pool thread per invocation. A new Python thread is a new JVM thread (PySpark pins one to each), and the

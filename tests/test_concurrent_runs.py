@@ -31,7 +31,7 @@ import yaml
 
 from harness.dbt_host import FRESH_READS, DbtHost
 from harness.dbt_process import DBT, REPO_ROOT
-from harness.dbt_project import ROUTING
+from harness.dbt_project import RELEASE_LOCKS_HOOK, ROUTING
 from harness.spark import TEST_JVM_FLAGS
 from spark_bucketing import extension
 
@@ -88,6 +88,7 @@ class Writers:
                     "version": "1.0.0",
                     "config-version": 2,
                     "profile": "conc",
+                    "on-run-end": [RELEASE_LOCKS_HOOK],
                 }
             )
         )

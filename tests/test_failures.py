@@ -15,9 +15,7 @@ GOOD_SQL = "select cast(id as int) as k, cast(id % 3 as string) as p, id as v fr
 GOOD = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 8, "partition_by": "p"}
 
 
-#: Runs here fail in a full build's query while they hold the commit lock. The package's own end-of-run hook
-#: releases it; this project also names the hook in its own on-run-end, as the package once asked of projects
-#: (tests/conftest.py), and the two together release it once.
+#: Runs here fail in a full build's query while they hold the commit lock (tests/conftest.py).
 RELEASE_LOCKS = True
 
 
@@ -42,7 +40,7 @@ def test_runtime_failure_keeps_previous_table_and_rows(spark, dbt_project):
     result = dbt_project.run("keeper", expect_ok=False, log=log)
     assert not result.success
     assert "boom at row 777" in node_messages(result)["keeper"]
-    # Its side entry goes at the end of the failed run, once, though two hooks (the package's and the project's) ran.
+    # Its side entry goes at the end of the failed run (the project's end-of-run hook), once.
     dropped = [
         m for m in log if m.startswith("spark_bucketing: dropping ") and "left by a run of model.sb_it.keeper" in m
     ]

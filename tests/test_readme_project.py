@@ -1,11 +1,11 @@
 """The README's "Using the package" section takes a newcomer to a working project (issue 82): its files and
 commands, read from README.md (each file block is marked `<!-- readme-project: <path> -->`), build a new
 project on an empty warehouse, with the package's defaults (Hive's hash, the session extension loaded by the
-plugin, the package's own end-of-run hook). The commands run one after another in one process of their own (one JVM,
-Spark's default logging, as a user's `dbt` has), with the README's profile as it is: `dbt deps`, `dbt compile`
-before anything is built, `dbt build`, `dbt test` and `spark-bucketing check`. Their output holds no Java
-stack trace and no WARN past Spark's own start-up lines, which every Spark process prints before a session's
-settings apply (stock dbt-spark's runs print them too)."""
+plugin; the package's end-of-run hook in the project file). The commands run one after another in one process
+of their own (one JVM, Spark's default logging, as a user's `dbt` has), with the README's profile as it is:
+`dbt deps`, `dbt compile` before anything is built, `dbt build`, `dbt test` and `spark-bucketing check`. Their
+output holds no Java stack trace and no WARN past Spark's own start-up lines, which every Spark process prints
+before a session's settings apply (stock dbt-spark's runs print them too)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ import yaml
 from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.events.base_types import EventLevel
 
+from harness.dbt_project import RELEASE_LOCKS_HOOK
 from spark_bucketing import extension, session_extension
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -48,8 +49,9 @@ select cast(id % 50 as int) as k, id as v from range(0, {rows})
 
 def _project(root: Path, with_package: bool, parameters: dict[str, str]) -> Path:
     (root / "models").mkdir(parents=True)
+    hooks = {"on-run-end": [RELEASE_LOCKS_HOOK]} if with_package else {}  # the README's project file
     (root / "dbt_project.yml").write_text(
-        yaml.safe_dump({"name": "p", "version": "1.0", "config-version": 2, "profile": "p"})
+        yaml.safe_dump({"name": "p", "version": "1.0", "config-version": 2, "profile": "p", **hooks})
     )
     if with_package:
         (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(REPO_ROOT)}]}))

@@ -1,13 +1,15 @@
-{#- The package's end-of-run hook (its dbt_project.yml: dbt runs the
-    end-of-run hooks of installed packages, before the project's own). A
-    model that failed on an error the package cannot catch (a statement
-    failing in Spark or the metastore) while it held its table's commit lock
-    releases it here, so other runs do not wait commit_lock_expiry for it;
-    and its side entries (and a full build's folder) go at once instead of
-    after leftover_grace_period. A run killed outright leaves its entries
-    until they expire. A project that still names
-    release_failed_runs_locks in its own on-run-end (as the package once
-    asked) runs it a second time, which finds nothing left to release. -#}
+{#- The end-of-run hook a project adds (dbt_project.yml: on-run-end:
+    "{{ spark_bucketing.end_of_run(results) }}"; the package declares none
+    of its own, which would add a result to every command of every project
+    that installs it). A model that failed on an error the package cannot
+    catch (a statement failing in Spark or the metastore) while it held its
+    table's commit lock releases it here, so other runs do not wait
+    commit_lock_expiry for it; and its side entries (and a full build's
+    folder) go at once instead of after leftover_grace_period. A run killed
+    outright leaves its entries until they expire. A run that wrote a
+    Hive-hash table without the session extension says, once, what that
+    costs. release_failed_runs_locks alone is the hook the package asked
+    for before. -#}
 
 {% macro end_of_run(results) %}
   {%- do spark_bucketing.release_failed_runs_locks(results) -%}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ from spark_bucketing.plans import executed_plan, exchanges
 
 log = []
 ok = all(dbtRunner(callbacks=[lambda e: log.append(e.info.msg)]).invoke(c.split()).success
-         for c in ("deps --quiet", "run"))
+         for c in ["deps --quiet"] + ["run"] * int(sys.argv[1]))
 spark = SparkSession.builder.getOrCreate()
 join = "select * from analytics.a join analytics.b on a.k = b.k"
 print("RESULT " + json.dumps({"ok": ok, "extensions": spark.conf.get("spark.sql.extensions", ""),
@@ -42,12 +43,28 @@ print("RESULT " + json.dumps({"ok": ok, "extensions": spark.conf.get("spark.sql.
       "log": log}))
 """
 
-MODEL = """{{{{ config(materialized='{materialized}', clustered_by=['k'], buckets=4) }}}}
-select cast(id % 50 as int) as k, id as v from range(0, {rows})
+MODEL = """{{{{ config({config}, clustered_by=['k'], buckets=4) }}}}
+select cast(id % 50 as int) as k, id as v, date_add(date'2026-01-01', cast(id % 3 as int)) as d
+from range(0, {rows})
 """
+TABLES = {"a": "materialized='bucketed_table'", "b": "materialized='bucketed_table'"}
+STOCK_TABLES = {"a": "materialized='table'", "b": "materialized='table'"}
+# Daily tables run twice (the second run replaces every day): the package's on both hashes, and stock's
+# incremental with the same clustered_by, buckets and partition_by.
+DAILY = "partition_by=['d'], incremental_strategy='insert_overwrite'"
+PACKAGE_DAILY = {
+    "a": f"materialized='bucketed_incremental', {DAILY}",
+    "b": f"materialized='bucketed_incremental', {DAILY}, bucket_hash='spark'",
+}
+STOCK_DAILY = {
+    "a": f"materialized='incremental', {DAILY}, file_format='parquet'",
+    "b": f"materialized='incremental', {DAILY}, file_format='parquet'",
+}
 
 
-def _project(root: Path, with_package: bool, parameters: dict[str, str]) -> Path:
+def _project(
+    root: Path, with_package: bool, parameters: dict[str, str], models: dict[str, str] = TABLES, quiet: bool = True
+) -> Path:
     (root / "models").mkdir(parents=True)
     hooks = {"on-run-end": [RELEASE_LOCKS_HOOK]} if with_package else {}  # the README's project file
     (root / "dbt_project.yml").write_text(
@@ -68,23 +85,21 @@ def _project(root: Path, with_package: bool, parameters: dict[str, str]) -> Path
             "spark.sql.warehouse.dir": str(state / "warehouse"),
             "spark.hadoop.javax.jdo.option.ConnectionURL": metastore,
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
-            "spark.log.level": "ERROR",
+            **({"spark.log.level": "ERROR"} if quiet else {}),  # else Spark's default level, WARN
             **parameters,
         },
     }
     (root / "profiles.yml").write_text(yaml.safe_dump({"p": {"target": "dev", "outputs": {"dev": output}}}))
-    # The package's bucketed tables where it is installed; stock dbt-spark's otherwise.
-    materialized = "bucketed_table" if with_package else "table"
-    for name, rows in (("a", 200), ("b", 400)):
-        (root / "models" / f"{name}.sql").write_text(MODEL.format(materialized=materialized, rows=rows))
+    for (name, config), rows in zip(models.items(), (200, 400), strict=True):
+        (root / "models" / f"{name}.sql").write_text(MODEL.format(config=config, rows=rows))
     return root
 
 
-def _start(root: Path, env: dict[str, str]) -> subprocess.Popen:
+def _start(root: Path, env: dict[str, str], runs: int = 1) -> subprocess.Popen:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_BUCKETING_FAIL"))}
     clean.pop(session_extension.ENV, None)
     return subprocess.Popen(
-        [sys.executable, "-c", DRIVER],
+        [sys.executable, "-c", DRIVER, str(runs)],
         cwd=root,
         env=clean | {"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "DBT_PROFILES_DIR": str(root)} | env,
         stdout=subprocess.PIPE,
@@ -99,13 +114,22 @@ def _result(proc: subprocess.Popen) -> dict:
     assert proc.returncode == 0 and lines, out[-6000:]
     result = json.loads(lines[-1].removeprefix("RESULT "))
     assert result["ok"], out[-6000:]
+    result["output"] = out
     return result
+
+
+def _warnings(out: str) -> set[str]:
+    """The WARN lines of a process's output by logger and message, numbers and names taken out."""
+    return {
+        re.sub(r"[0-9a-f_]{6,}|\d+", "#", line.split(" WARN ", 1)[1]) for line in out.splitlines() if " WARN " in line
+    }
 
 
 def test_the_extension_loads_where_the_package_is_installed_and_only_there(tmp_path):
     merged = _start(_project(tmp_path / "merged", True, {"spark.sql.extensions": OTHER_EXTENSION}), {})
-    stock = _start(_project(tmp_path / "stock", False, {}), {})
+    stock = _start(_project(tmp_path / "stock", False, {}, STOCK_DAILY, quiet=False), {}, runs=2)
     off = _start(_project(tmp_path / "off", True, {}), {session_extension.ENV: "off"})
+    quiet = _start(_project(tmp_path / "quiet", True, {}, PACKAGE_DAILY, quiet=False), {}, runs=2)
 
     # The user's own extension kept, the package's appended; Hive-hash tables (the default) join in place.
     got = _result(merged)
@@ -113,10 +137,18 @@ def test_the_extension_loads_where_the_package_is_installed_and_only_there(tmp_p
     assert got["exchanges"] == 0
     assert not [m for m in got["log"] if "session extension" in m and "Hive-hash table" in m]
 
-    # A project without the package: stock's session, stock's tables (Spark's hash, read bucketed by Spark).
+    # A project without the package: stock's session.
     got = _result(stock)
     assert got["extensions"] == ""
     assert not [m for m in got["log"] if "spark_bucketing" in m or "spark-bucketing" in m]
+    stock_warnings = _warnings(got["output"])
+
+    # At Spark's default log level, two runs of daily tables on both hashes (the second replacing every day)
+    # print no WARN that stock's same runs do not, and no Java stack trace.
+    got = _result(quiet)
+    assert got["extensions"] == extension.EXTENSION_CLASS
+    assert _warnings(got["output"]) <= stock_warnings, _warnings(got["output"]) - stock_warnings
+    assert not re.search(r"^\s+at [\w.$]+\(", got["output"], re.M), got["output"][-6000:]
 
     # Switched off: no extension, Spark shuffles both Hive-hash sides, and the run says so once, naming both.
     got = _result(off)

@@ -10,7 +10,7 @@ are counted. Downstream queries run afterwards in one Spark session, median
 of three, sides alternated.
 
     .venv/bin/python benchmarks/bench_scale.py [--rows 3000000] [--sizes 10 100 1000] [--backfill 300]
-        [--only incremental] [--per-day 400] [--daily-buckets 8] [--hashes spark hive] [--extension]
+        [--only incremental] [--per-day 400] [--daily-buckets 8] [--hashes spark hive] [--without-extension]
         [--models 1] [--catalog derby|postgres] [--connection session|thrift] [--warmup 0] [--no-macro-cache]
 
 `--warmup N`: before the timed one-day `insert_overwrite` runs, each side
@@ -45,7 +45,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from harness.dbt_process import DbtProcessProject  # noqa: E402
-from spark_bucketing import macro_cache  # noqa: E402
+from spark_bucketing import macro_cache, session_extension  # noqa: E402
 from spark_bucketing.files import data_files  # noqa: E402
 
 if TYPE_CHECKING:
@@ -81,11 +81,17 @@ class Counted:
         self.project = project
         self.events = events
 
-    def run(self, *args: str) -> dict:
+    def run(self, *args: str, env: dict[str, str] | None = None) -> dict:
+        """`dbt run *args` in a process of its own, with `env` over the project's environment."""
         log = self.project.root / "logs" / "dbt.log"
         before_log = log.read_text(errors="replace").count("SQL status:") if log.exists() else 0
         before_jobs = self.jobs()
-        seconds = self.project.dbt("run", *args)
+        kept = self.project.env
+        self.project.env = {**kept, **(env or {})}
+        try:
+            seconds = self.project.dbt("run", *args)
+        finally:
+            self.project.env = kept
         # dbt's own time for the models ("[OK in 1.23s]"): the run without the process's start and parse.
         model = sum(float(m) for m in re.findall(r"\[\S*OK\S* in ([0-9.]+)s\]", self.project.output))
         statements = log.read_text(errors="replace").count("SQL status:") - before_log
@@ -105,8 +111,13 @@ def event_log_files(entries: set[Path]) -> list[Path]:
     return [f for e in entries for f in ([e] if e.is_file() else sorted(p for p in e.rglob("*") if p.is_file()))]
 
 
-def _runner(counted: Counted, *args: str):
-    return lambda: counted.run(*args)
+def _runner(counted: Counted, *args: str, env: dict[str, str] | None = None):
+    return lambda: counted.run(*args, env=env)
+
+
+#: Stock's side runs in stock's session: the package's dbt plugin, installed for the package's side of the same
+#: project, loads nothing into it (a project without the package gets no extension either).
+STOCK_ENV = {session_extension.ENV: session_extension.OFF}
 
 
 def best_alternating(runs: dict, key: str = "s") -> dict:
@@ -189,7 +200,12 @@ def full_build(base: Path, rows: int, tasks: int, days: int, buckets: int) -> No
         project.write_model(f"dim_{tag}", DIM.format(users=users), {**config, **common})
     project.dbt("run", "--select", "dim_*")
     tags = {side: side.split()[-1] for side in FULL_SIDES}
-    best = best_alternating({side: _runner(counted, "--select", f"fact_{tag}") for side, tag in tags.items()})
+    best = best_alternating(
+        {
+            side: _runner(counted, "--select", f"fact_{tag}", env=STOCK_ENV if side.startswith("stock") else None)
+            for side, tag in tags.items()
+        }
+    )
     queries = downstream_queries(project, list(tags.values()))
 
     print(f"\nFull build: {rows:,} rows in {tasks} input tasks, {days} daily partitions, {buckets} buckets")
@@ -244,14 +260,15 @@ def incremental(
     per_day: int,
     buckets: int,
     hashes: list[str],
-    with_extension: bool,
+    without_extension: bool,
     models_per_side: int = 1,
     service: MetastoreService | None = None,
     thrift: bool = False,
     warmup: int = 0,
 ) -> None:
-    """`with_extension`: every dbt process loads the session extension (ours
-    then switches replaced partitions in one statement; stock is unaffected).
+    """The package's side runs as the package's dbt plugin sets it up (the session extension loaded, with
+    `method: session`; a Thrift Server started with it), unless `without_extension` (SPARK_BUCKETING_EXTENSION=off
+    and a server without it): stock's side runs in stock's session either way (STOCK_ENV).
     `models_per_side` > 1: each side is that many models (tables) run by one
     `dbt run`, as a project's models are; the figures are per model.
     `service`: a metastore service (MetastoreService) to use instead of the
@@ -259,21 +276,22 @@ def incremental(
     `warmup`: untimed one-day insert_overwrite runs per side first."""
     from spark_bucketing import extension
 
-    settings = extension.spark_settings(extension.build_jar()) if with_extension else {}
-    root = base / ("incremental-extension" if with_extension else "incremental")
+    root = base / ("incremental-no-extension" if without_extension else "incremental")
     server = None
     if thrift:
+        settings = {} if without_extension else extension.spark_settings(extension.build_jar())
         counted, server = project_on_thrift_server(root, settings, service)
     else:
-        counted = project_with_events(root, **settings, **(service.spark_conf() if service else {}))
+        counted = project_with_events(root, **(service.spark_conf() if service else {}))
+    ours = STOCK_ENV if without_extension else {}
     setting = (
-        (", the session extension loaded" if with_extension else "")
+        (", without the session extension" if without_extension else ", the package's side with the session extension")
         + (", catalog: a Hive metastore service on Postgres" if service else "")
         + (", every run on one Spark Thrift Server (method: thrift)" if thrift else "")
         + (f", {warmup} untimed insert_overwrite run(s) per side first" if warmup else "")
     )
     try:
-        incremental_runs(counted, setting, sizes, backfill, per_day, buckets, hashes, models_per_side, warmup)
+        incremental_runs(counted, setting, sizes, backfill, per_day, buckets, hashes, models_per_side, warmup, ours)
     finally:
         if server:
             server.stop()
@@ -289,9 +307,11 @@ def incremental_runs(
     hashes: list[str],
     models_per_side: int,
     warmup: int = 0,
+    ours: dict[str, str] | None = None,
 ) -> None:
     """The one-day runs and the backfill of `incremental`; `setting`: how the runs are set up, for the title;
-    `warmup`: untimed one-day insert_overwrite runs per side, in turn, before the timed ones."""
+    `warmup`: untimed one-day insert_overwrite runs per side, in turn, before the timed ones; `ours`: the
+    environment of the package's side's processes (stock's: STOCK_ENV)."""
     project = counted.project
     sql = DAILY.format(per_day=per_day)
     common = f"partition_by=['day'], clustered_by=['k'], buckets={buckets}, incremental_strategy=var('strategy')"
@@ -311,7 +331,8 @@ def incremental_runs(
 
     def run(model: str, first: int, last: int, strategy: str, *extra: str):
         vars_ = json.dumps({"first": first, "last": last, "strategy": strategy, "tag": first})
-        return lambda: per_model(counted.run("--select", model, "--vars", vars_, *extra), models_per_side)
+        env = STOCK_ENV if model.startswith("daily_stock") else ours
+        return lambda: per_model(counted.run("--select", model, "--vars", vars_, *extra, env=env), models_per_side)
 
     print(
         f"\nIncremental runs: {per_day:,} rows a day, {buckets} buckets (stock: same clustered_by/buckets)"
@@ -371,7 +392,11 @@ def main() -> int:
     parser.add_argument("--per-day", type=int, default=400)
     parser.add_argument("--daily-buckets", type=int, default=8, help="buckets of the incremental runs' tables")
     parser.add_argument("--hashes", nargs="+", choices=["spark", "hive"], default=["spark", "hive"])
-    parser.add_argument("--extension", action="store_true", help="incremental runs with the session extension loaded")
+    parser.add_argument(
+        "--without-extension",
+        action="store_true",
+        help="incremental runs of the package without the session extension (SPARK_BUCKETING_EXTENSION=off)",
+    )
     parser.add_argument("--models", type=int, default=1, help="incremental: models per side in one `dbt run`")
     parser.add_argument("--only", choices=["full", "incremental"], default=None)
     parser.add_argument(
@@ -415,7 +440,7 @@ def main() -> int:
                 args.per_day,
                 args.daily_buckets,
                 args.hashes,
-                args.extension,
+                args.without_extension,
                 args.models,
                 service,
                 args.connection == "thrift",

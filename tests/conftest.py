@@ -4,6 +4,8 @@ and run in-process against that same session."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import shutil
 import tempfile
@@ -114,66 +116,37 @@ def pytest_unconfigure(config):
         shutil.rmtree(made, ignore_errors=True)
 
 
-# Worker-seconds per test file, the sum of `scripts/test --junitxml`'s
-# set-up, call and tear-down times (four workers on two cores, 2026-12-01,
-# commit aa18dce on a fresh clone: 9,190 worker-seconds on a machine 1.6x
-# slower than the idle one of docs/development.md's issue-66 table).
-# pytest-xdist hands out whole files (--dist loadfile) in collection order
-# (--no-loadscope-reorder: without it, xdist sorts files by their number of
-# tests and the long randomized files, which hold few tests, started last).
-# Longest first, so that no long file starts last.
-FILE_WEIGHTS = {
-    "test_extension.py": 882,
-    "test_clean_install.py": 800,  # 752, then the extension compiled and loaded by the installed plugin
-    "test_append_files.py": 608,
-    "test_concurrent_runs.py": 593,
-    "test_partition_values.py": 527,
-    "test_dbt_adapter_suite.py": 460,
-    "test_randomized_evolution.py": 378,
-    "test_merge_randomized.py": 375,
-    "test_thrift.py": 349,
-    "test_microbatch.py": 347,
-    "test_no_loss.py": 336,
-    "test_batched_switch.py": 286,
-    "test_bucket_pruning.py": 281,
-    "test_partition_records.py": 257,
-    "test_schema_change.py": 252,
-    "test_cost.py": 247,
-    "test_incremental_failures.py": 238,
-    "test_foreign_key_types.py": 230,
-    "test_merge.py": 229,
-    "test_hive_bucketing_v2.py": 223,
-    "test_incremental.py": 215,
-    "test_checker_corpus.py": 200,  # 170 before the materializations followed (31 s alone, 2026-12-05)
-    # Not in that run (alone, 2026-12-05): dbt's generic adapter classes, three passes (120 s); the README's
-    # project in a process of its own (40 s); a first day's commands in-process (25 s); SB01 on the corpus (11 s).
-    "test_no_harm.py": 200,
-    "test_readme_project.py": 70,
-    # Four dbt processes at once, each its own JVM (issue 90; 98 s alone, 75 s in the suite, 2026-12-06).
-    "test_session_extension.py": 150,
-    "test_first_day.py": 45,
-    "test_lint_parity.py": 20,
-    # Not in that run: 300 generated queries planned, the daily tables built by dbt, the suggestions tried
-    # (136 s alone before the suggestions' tests, 2026-12-05; they take 25 s and 21 s more).
-    "test_checker_randomized.py": 200,
-    "test_no_loss_nondeterministic.py": 134,
-    "test_foreign_tables.py": 134,
-    "test_bucketed_table.py": 119,
-    "test_failures.py": 100,
-    "test_demo.py": 98,
-    "test_routed_incremental.py": 78,
-    "test_commit_lock.py": 69,
-    "test_hashing.py": 80,  # 47, then Hive 4's vectors through the macro: a dbt project of its own (38 s alone)
-    # Trino and a metastore service, two dbt processes building 15 tables, ~340 Trino plans (135 s alone).
-    "test_trino.py": 330,
-    "test_is_incremental.py": 37,
-    "test_retention.py": 35,
-    "test_configs.py": 34,
-    "test_checker_cli.py": 27,
-    "test_layout_test.py": 23,
-    "test_joins.py": 14,
-}
+# Worker-seconds per test file (set-up, call and tear-down of its tests) of the last recorded whole run:
+# `SB_RECORD_TIMINGS=1 bash scripts/test` writes them (docs/development.md). pytest-xdist hands out whole files
+# (--dist loadfile) in collection order (--no-loadscope-reorder: without it, xdist sorts files by their number of
+# tests and the long randomized files, which hold few tests, started last). Longest first, so that no long file
+# starts last; a file not in the record (a new one) first of all, until it is.
+TIMINGS = Path(__file__).with_name("file_timings.json")
+RECORD_TIMINGS = "SB_RECORD_TIMINGS"
+_SPENT: dict[str, float] = {}
+
+
+def _recorded() -> dict[str, float]:
+    try:
+        return json.loads(TIMINGS.read_text())["worker_seconds"]
+    except (OSError, ValueError, KeyError):
+        return {}
 
 
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: -FILE_WEIGHTS.get(item.path.name, 0))
+    recorded = _recorded()
+    items.sort(key=lambda item: -recorded.get(item.path.name, float("inf")))
+
+
+def pytest_runtest_logreport(report):
+    # Called in the controller for every worker's report too: the controller sums them.
+    name = report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    _SPENT[name] = _SPENT.get(name, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if os.environ.get(RECORD_TIMINGS) != "1" or hasattr(session.config, "workerinput") or not _SPENT:
+        return
+    spent = _recorded() | {name: round(seconds) for name, seconds in _SPENT.items()}
+    record = {"recorded": datetime.date.today().isoformat(), "worker_seconds": dict(sorted(spent.items()))}
+    TIMINGS.write_text(json.dumps(record, indent=1) + "\n")

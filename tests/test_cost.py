@@ -83,14 +83,21 @@ def test_one_day_run_reads_and_states_only_what_it_writes(spark, dbt_project, st
     assert len({f.name.split("-")[1] for f in day_files}) == 1
 
     # A backfill of 15 existing and 15 new partitions: one switch for each
-    # existing one, the new ones added in one statement, the metadata in one
-    # statement, every replaced folder deleted in one batch (three statements).
+    # existing one and one LOAD DATA that writes its bucket spec back (Spark
+    # SQL alone: macros/steps/bucket_specs.sql), the new ones added in one
+    # statement, the metadata in one statement (and the partitions whose spec
+    # is written back in one before the switch, unset after), the run's empty
+    # folder made in two, every replaced folder deleted in one batch (three
+    # statements).
     backfill = one_day(list(range(5, 20)) + list(range(40, 55)), 5)
     assert sum(bool(re.search(r"partition \(`day` = '[^']*'\) set location", s)) for s in backfill) == 15
+    loads = [s for s in backfill if statement_body(s).lower().startswith("load data inpath")]
+    assert len(loads) == 15 and len({statement_body(s).split()[3] for s in loads}) == 1  # one empty folder
     (added,) = [statement_body(s) for s in backfill if re.match(r"alter table \S+ add partition", statement_body(s))]
     assert added.count("partition (`day`") == 15
-    assert sum("set tblproperties" in s.lower() for s in backfill) == 1
-    assert sum("__dbt_scratch" in statement_body(s) for s in backfill) == 3
+    assert sum(bool(re.search(r"\bset tblproperties", s.lower())) for s in backfill) == 2
+    assert sum("unset tblproperties" in s.lower() for s in backfill) == 1
+    assert sum("__dbt_scratch" in statement_body(s) for s in backfill) == 5
     assert table_rows(spark, table) == expected.rows()
     result = dbt_project.test_model(name, "spark_bucketing.bucket_layout", "spark_bucketing.bucket_metadata")
     assert result.success, failure_text(result)

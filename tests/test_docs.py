@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from spark_bucketing.checker import engines, plan_verdicts, table_warnings
+from spark_bucketing.checker import engines, plan_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -42,7 +42,7 @@ def test_every_config_is_documented_and_every_documented_config_exists():
 def test_every_reason_code_is_documented():
     codes = {
         v
-        for module in (engines, plan_verdicts, table_warnings)
+        for module in (engines, plan_verdicts)
         for k, v in vars(module).items()
         if k.isupper() and isinstance(v, str) and re.fullmatch(r"[A-Z_]+", v)
     }

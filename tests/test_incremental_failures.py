@@ -7,14 +7,18 @@ from __future__ import annotations
 import pytest
 
 from harness.dbt_project import node_messages
+from spark_bucketing.files import local_path
 from tests.support.incremental import (
     Expected,
     declared,
     failed_run,
     old_or_new_rows,
+    partition_bucket_counts,
     partition_layout_problems,
+    partition_rows,
     run_model,
     step,
+    table_properties,
     table_rows,
 )
 from tests.test_incremental import _dbt_tests
@@ -32,6 +36,40 @@ def test_failed_incremental_run_loses_nothing(spark, dbt_project):
         assert partition_layout_problems(spark, table) == []
     step(spark, dbt_project, name, expected, {"days": [2, 3], "tag": 5})
     _dbt_tests(dbt_project, name)
+
+
+def test_replaced_partitions_keep_their_bucket_spec_in_the_metastore(spark, dbt_project):
+    """Without the session extension a replaced partition is pointed at its new folder with ALTER TABLE .. SET
+    LOCATION, which writes its storage in the metastore without the table's bucket spec (Trino then refuses the
+    whole table); the run writes the spec back with LOAD DATA of an empty folder of its own, the partition's folder
+    and files as they were. A run that dies between the two leaves a record of the partitions it switched, and the
+    next run of the table, whatever it writes, writes their spec back first under the commit lock."""
+    expected = Expected()
+    name = "inc_respec"
+    table = step(spark, dbt_project, name, expected, {"days": [0, 1, 2]})
+    step(spark, dbt_project, name, expected, {"days": [1, 2], "tag": 1})
+    days = {f"day=2024-01-0{d + 1}" for d in range(3)}
+    assert partition_bucket_counts(spark, table) == dict.fromkeys(days, 8)
+    assert partition_layout_problems(spark, table) == []
+    info = {r.col_name: r.data_type for r in spark.sql(f"describe formatted {table}").collect()}
+    (empty,) = local_path(info["Location"]).glob("_bucketing/*/_empty")  # the second run's; the first replaced none
+    assert list(empty.iterdir()) == []
+    assert not [k for k in table_properties(spark, table) if k.startswith("spark_bucketing.restoring.")]
+
+    # Dies after the first of its two SET LOCATIONs: that partition is left without its spec, recorded.
+    failed_run(dbt_project, name, {"days": [0, 1], "tag": 2}, "mid_switch")
+    assert sorted(partition_bucket_counts(spark, table).values()) == [0, 8, 8]
+    pending = [k for k in table_properties(spark, table) if k.startswith("spark_bucketing.restoring.")]
+    assert len(pending) == 1, pending
+    before = partition_rows(spark, table)
+
+    # A run of another day: the dead run's partition gets its spec back, its rows untouched.
+    run_model(dbt_project, name, {"days": [3], "tag": 3})
+    assert partition_bucket_counts(spark, table) == dict.fromkeys(days | {"day=2024-01-04"}, 8)
+    assert not [k for k in table_properties(spark, table) if k.startswith("spark_bucketing.restoring.")]
+    after = partition_rows(spark, table)
+    assert {d: rows for d, rows in after.items() if d != 3} == before and sum(after[3].values()) == 200
+    assert partition_layout_problems(spark, table) == []
 
 
 STEPS = ["after_write", "before_switch", "mid_switch", "before_cleanup", "redeclare_before_swap", "redeclare_mid_swap"]

@@ -156,7 +156,7 @@ def test_the_extension_loads_where_the_package_is_installed_and_only_there(tmp_p
     assert got["exchanges"] == 2
     said = [m for m in got["log"] if "written by a Spark that does not load the package's session extension" in m]
     assert len(said) == 1 and "2 Hive-hash table(s) (a, b)" in said[0], said
-    assert f"spark.sql.extensions={extension.EXTENSION_CLASS}" in said[0] and "Trino refuses" in said[0]
+    assert f"spark.sql.extensions={extension.EXTENSION_CLASS}" in said[0] and "LOAD DATA" in said[0]
 
 
 def _credentials(method: str, **parameters: str) -> SparkCredentials:

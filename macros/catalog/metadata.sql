@@ -33,6 +33,23 @@
   {{ return(dict(props.items() | selectattr('0', 'in', spark_bucketing.prefixed_keys(props, spark_bucketing.adding_key(''))))) }}
 {% endmacro %}
 
+{% macro restoring_key(run_id) %}
+  {#- The table property that holds, from before a run's switch until its
+      LOAD DATA statements ran, {path: values} of the partitions whose spec
+      it restores: a run that died between the two is finished by the next
+      (restore_dead_runs_bucket_specs). -#}
+  {{ return(spark_bucketing.metadata_prefix() ~ 'restoring.' ~ run_id) }}
+{% endmacro %}
+
+{% macro restoring_entries(props) %}
+  {#- {restoring_key: {path: values}} of the runs whose specs are being restored. -#}
+  {%- set out = {} -%}
+  {%- for key in spark_bucketing.prefixed_keys(props, spark_bucketing.restoring_key('')) -%}
+    {%- do out.update({key: fromjson(props[key]) or {}}) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
 {% macro replaced_entries(props) %}
   {#- {property key: {'folder', 'replaced_at'}} of the replaced folders the table keeps. -#}
   {%- set keys = spark_bucketing.prefixed_keys(props, spark_bucketing.metadata_prefix() ~ 'replaced.') -%}
@@ -126,8 +143,7 @@
   {#- {'spec': record or none, 'partitions': {path: record}, 'keys': {path: property key},
        'table': record or none, 'version': format version or none,
        'commit': the number of the table's latest commit (commit_key; 0 for none),
-       'replaced': replaced_entries, 'adding': {adding_key: payload} of
-       appends whose files a switch was moving,
+       'replaced': replaced_entries, 'adding': adding_entries, 'restoring': restoring_entries,
        'summary': format 2's summary or none, 'moving': in format 1, whether
        a run that moved the table to format 2 failed after its switch}. The
       records are parsed in one fromjson and paired with their keys by zip:
@@ -137,13 +153,14 @@
       run reads only the summary. -#}
   {%- set props = props if props is not none else spark_bucketing.table_properties(relation) -%}
   {%- set prefix = spark_bucketing.metadata_prefix() -%}
+  {%- set pending = {'commit': props.get(spark_bucketing.commit_key(), '0') | int, 'replaced': spark_bucketing.replaced_entries(props),
+                     'adding': spark_bucketing.adding_entries(props), 'restoring': spark_bucketing.restoring_entries(props)} -%}
   {%- if props.get(prefix ~ 'format_version') == '2' -%}
     {%- set summary = fromjson(props.get(spark_bucketing.summary_key(), 'null')) -%}
     {#- 'keys': format 1's record properties a move to format 2 left, for the next run to unset. -#}
     {%- set leftover = spark_bucketing.prefixed_keys(props, prefix ~ 'partition.') -%}
-    {%- set out = {'spec': fromjson(props.get(prefix ~ 'spec', 'null')), 'partitions': {}, 'keys': dict(zip(leftover, leftover)), 'table': none, 'version': '2',
-                   'summary': summary if summary is mapping and 'specs' in summary else none, 'moving': false,
-                   'commit': props.get(spark_bucketing.commit_key(), '0') | int, 'replaced': spark_bucketing.replaced_entries(props), 'adding': spark_bucketing.adding_entries(props)} -%}
+    {%- set out = dict(pending, spec=fromjson(props.get(prefix ~ 'spec', 'null')), partitions={}, keys=dict(zip(leftover, leftover)), table=none, version='2',
+                       summary=summary if summary is mapping and 'specs' in summary else none, moving=false) -%}
     {%- if records -%}
       {%- do spark_bucketing.require_records_extension(relation, spark_bucketing.extension_loaded(), "cannot be read") -%}
       {%- do out.update({'partitions': dict(spark_bucketing.all_partition_records(relation).items() | rejectattr('1', 'none'))}) -%}
@@ -174,10 +191,8 @@
     {%- set paths = [] -%}
     {%- for key, rec in zip(keys, records) -%}{%- do paths.append(rec.get('path', key[part_prefix | length:])) -%}{%- endfor -%}
   {%- endif -%}
-  {%- set out = {'spec': none, 'partitions': dict(zip(paths, records)), 'keys': dict(zip(paths, keys)), 'table': none,
-                 'version': props.get(prefix ~ 'format_version'), 'summary': none,
-                 'moving': spark_bucketing.summary_key() in props, 'commit': props.get(spark_bucketing.commit_key(), '0') | int,
-                 'replaced': spark_bucketing.replaced_entries(props), 'adding': spark_bucketing.adding_entries(props)} -%}
+  {%- set out = dict(pending, spec=none, partitions=dict(zip(paths, records)), keys=dict(zip(paths, keys)), table=none,
+                     version=props.get(prefix ~ 'format_version'), summary=none, moving=spark_bucketing.summary_key() in props) -%}
   {%- if prefix ~ 'spec' in props -%}{%- do out.update({'spec': fromjson(props[prefix ~ 'spec'])}) -%}{%- endif -%}
   {%- if prefix ~ 'table' in props -%}{%- do out.update({'table': fromjson(props[prefix ~ 'table'])}) -%}{%- endif -%}
   {{ return(out) }}

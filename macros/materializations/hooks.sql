@@ -30,8 +30,8 @@
   {%- if written and not spark_bucketing.extension_active() -%}
     {%- do log("spark_bucketing: " ~ written | length ~ " Hive-hash table(s) (" ~ written[:5] | join(', ') ~ (', ...' if written | length > 5 else '')
         ~ ") written by a Spark that does not load the package's session extension. Spark reads them unbucketed"
-        ~ " (their joins and aggregations on the bucket key shuffle), and a partition an incremental run replaces"
-        ~ " loses its bucket spec in the metastore, so Trino refuses such a table until a --full-refresh."
+        ~ " (their joins and aggregations on the bucket key shuffle), and each partition an incremental run"
+        ~ " replaces costs one more statement (LOAD DATA, about a second) to keep its bucket spec for Trino and Hive."
         ~ " Load the extension where Spark runs: `spark-bucketing extension` (on that machine) builds its jar and"
         ~ " prints its path; add to the server's configuration (a Thrift Server's --conf):\n"
         ~ "    spark.jars=<that jar>  (and spark.driver.extraClassPath=<that jar>)\n"

@@ -64,6 +64,10 @@
     {%- do spark_bucketing.finish_added_files(rels, fresh) -%}
     {%- set fresh = spark_bucketing.read_metadata(rels.target, records=false) -%}
   {%- endif -%}
+  {%- if fresh.restoring -%}
+    {%- do spark_bucketing.restore_dead_runs_bucket_specs(rels, info, fresh.restoring,
+        catalog if catalog is not none else spark_bucketing.catalog_paths(rels.target)) -%}
+  {%- endif -%}
   {%- if fresh.commit == meta.commit and checked.scope is not none -%}
     {{ return(spark_bucketing.unchanged_state(info, meta, checked.scope, checked.replaced)) }}
   {%- elif fresh.commit == meta.commit -%}

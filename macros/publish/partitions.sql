@@ -214,10 +214,18 @@
         state.added, end, lock) -%}
     {{ return({'left': switched.left, 'published': published, 'ended': switched.ended, 'declined': switched.declined}) }}
   {%- endif -%}
-  {%- do spark_bucketing.switch_partitions(rels.target, checked.stats, state.scope.catalog) -%}
+  {#- SET LOCATION drops a replaced partition's bucket spec in the metastore: written back right after (bucket_specs.sql). -#}
+  {%- set restored = {} -%}
+  {%- if spark_bucketing.restores_bucket_specs(state.declared) -%}
+    {%- for s in checked.stats if s.path in state.scope.catalog -%}{%- do restored.update({s.path: s['values']}) -%}{%- endfor -%}
+  {%- endif -%}
+  {%- set restore_from = spark_bucketing.empty_folder(rels, state.info.location) if restored else none -%}
+  {%- if restored -%}{%- do spark_bucketing.mark_bucket_specs_restoring(rels, restored) -%}{%- endif -%}
+  {%- do spark_bucketing.switch_partitions(rels.target, checked.stats, state.scope.catalog, restore_from) -%}
   {%- do spark_bucketing.set_properties(rels.target, written_props) -%}
   {%- do spark_bucketing.drop_partitions(rels.target, state.scope.emptied) -%}
-  {{ return({'left': [], 'published': published, 'ended': false, 'declined': none}) }}
+  {{ return({'left': [], 'published': published, 'ended': false, 'declined': none,
+             'restoring': [spark_bucketing.restoring_key(rels.run_id)] if restored else []}) }}
 {% endmacro %}
 
 {% macro folded_end(rels, spec, plan, meta, state, checked, written, location, published) %}
@@ -310,7 +318,9 @@
   {%- if written.relation is not none -%}{%- do adapter.drop_relation(written.relation) -%}{%- endif -%}
   {%- do spark_bucketing.checkpoint('before_cleanup') -%}
   {%- do spark_bucketing.converge(rels, spec, switched.published) -%}
-  {%- do spark_bucketing.finish_publish(rels, plan, spark_bucketing.commit_end(plan, switched.state, checked, location, switched.left), extension) -%}
+  {%- set end = spark_bucketing.commit_end(plan, switched.state, checked, location, switched.left) -%}
+  {%- do end.update({'unset': end.unset + switched.get('restoring', [])}) -%}
+  {%- do spark_bucketing.finish_publish(rels, plan, end, extension) -%}
 {% endmacro %}
 
 {% macro switch_under_lock(rels, info, meta, spec, plan, checked, written, location, extension) %}
@@ -357,11 +367,12 @@
       and the switch's. Planned as commit_state plans where no run
       committed since. Returns what switch_under_lock returns, or none,
       nothing changed: not tried (a side table, format 2, an append
-      pending, a declared spec to undo, replaced folders to list first),
+      pending or a dead run's bucket specs to write back, a declared spec
+      to undo, replaced folders to list first),
       or declined (another run about, or the table changed since this run
       read it); the run then takes the lock as every run does. -#}
   {%- if not (extension and written.folder is not none and (meta.version or '1') == '1' and spark_bucketing.records_format(spec) == '1')
-      or meta.adding -%}
+      or meta.adding or meta.restoring -%}
     {{ return(none) }}
   {%- endif -%}
   {%- set declared = spark_bucketing.declared_spec(info) -%}
@@ -376,7 +387,7 @@
   {%- do spark_bucketing.checkpoint('before_switch') -%}
   {%- set mark = spark_bucketing.choosing_mark(rels) -%}
   {%- set lock = {'mark': mark, 'location': info.location, 'commit_key': spark_bucketing.commit_key(), 'commit': meta.commit,
-                  'pending_prefix': spark_bucketing.adding_key(''), 'partitions_md5': local_md5(recorded | sort(case_sensitive=true) | join('\n'))} -%}
+                  'pending_prefixes': [spark_bucketing.adding_key(''), spark_bucketing.restoring_key('')], 'partitions_md5': local_md5(recorded | sort(case_sensitive=true) | join('\n'))} -%}
   {%- do spark_bucketing.hold_commit_lock(rels, mark) -%}
   {%- set switched = spark_bucketing.switch_format_1(rels, meta, checked, state, plan, spec, extension, written, location, lock) -%}
   {%- if switched.declined -%}

@@ -20,27 +20,30 @@
   {{ return('spark_bucketing switch partitions') }}
 {% endmacro %}
 
-{% macro set_location_statements(target, replaced) %}
+{% macro set_location_statements(target, replaced, restore_from=none) %}
   {#- Spark SQL's statements that point the `replaced` partitions (stats) at
       their new folders: one ALTER TABLE per partition, each its own
-      metastore call. -#}
+      metastore call, each followed, with `restore_from` (an empty folder of
+      the run's), by the LOAD DATA that writes its bucket spec back
+      (bucket_specs.sql): a partition is without it for one statement. -#}
   {%- set statements = [] -%}
   {%- for s in replaced -%}
     {%- do statements.append('alter table ' ~ target ~ ' ' ~ spark_bucketing.partition_clause(s['values'])
         ~ ' set location ' ~ spark_bucketing.sql_string(s.location)) -%}
+    {%- if restore_from -%}{%- do statements.append(spark_bucketing.restore_bucket_spec_sql(target, restore_from, s['values'])) -%}{%- endif -%}
   {%- endfor -%}
   {{ return(statements) }}
 {% endmacro %}
 
-{% macro switch_partitions(target, stats, catalog) %}
+{% macro switch_partitions(target, stats, catalog, restore_from=none) %}
   {#- Points the table's partitions at their new, verified folders with
-      Spark SQL's statements: the replaced ones one statement each, then
-      the new ones, added 100 per statement. (With the session extension,
-      switch_in_one_statement.) -#}
+      Spark SQL's statements: the replaced ones one statement each (two with
+      `restore_from`: set_location_statements), then the new ones, added 100
+      per statement. (With the session extension, switch_in_one_statement.) -#}
   {%- set replaced = stats | selectattr('path', 'in', catalog) | list -%}
   {%- set added = [] -%}
   {%- for s in stats | rejectattr('path', 'in', catalog) -%}{%- do added.append((s['values'], s.location)) -%}{%- endfor -%}
-  {%- set statements = spark_bucketing.set_location_statements(target, replaced) -%}
+  {%- set statements = spark_bucketing.set_location_statements(target, replaced, restore_from) -%}
   {%- do statements.extend(spark_bucketing.add_partition_statements(target, added)) -%}
   {%- for sql in statements -%}
     {%- call statement('spark_bucketing_switch_partition') -%}{{ sql }}{%- endcall -%}

@@ -178,6 +178,18 @@ def declared(spark: SparkSession, table: str) -> dict | None:
     return spec.to_record() if spec else None
 
 
+def partition_bucket_counts(spark: SparkSession, table: str) -> dict[str, int]:
+    """{partition name: its bucket count} as the Hive metastore holds each partition's storage (what Trino and
+    Hive read; 0 where the partition has no bucket spec): Spark's catalog shows only the table's."""
+    hive = spark._jsparkSession.sharedState().externalCatalog().unwrapped().client().client()
+    db, name = table.split(".")
+    return {p.getName(): p.getBucketCount() for p in hive.getPartitions(hive.getTable(db, name))}
+
+
+def table_properties(spark: SparkSession, table: str) -> dict[str, str]:
+    return {r.key: r.value for r in spark.sql(f"show tblproperties {table}").collect()}
+
+
 def partition_rows(spark: SparkSession, table: str) -> dict:
     """day offset -> Counter of (k, payload, id), as the table holds them."""
     out: dict = defaultdict(Counter)

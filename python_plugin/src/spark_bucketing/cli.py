@@ -219,8 +219,6 @@ def gate(report: Report, fail_on: set[str], allow_unchecked: bool) -> int:
         ]
     if "unknown" in fail_on:
         failures += [f"{m.unique_id} line {f.line}: the verdict is unknown" for m, f in report.unknowns()]
-    if "warning" in fail_on:
-        failures += [f"{w.relation}: {w.code}" for w in report.warnings]
     if fail_on and not allow_unchecked:
         failures += [f"{m.unique_id}: not checked: {why}" for m, why in report.unchecked()]
     for line in failures:
@@ -328,9 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fail-on",
         nargs="+",
-        choices=["shuffle", "unknown", "warning"],
-        help="exit 1 when a join between bucketed relations shuffles, when a verdict is unknown, and/or when the "
-        "engine will refuse or misread a table the models read (a warning)",
+        choices=["shuffle", "unknown"],
+        help="exit 1 when a join between bucketed relations shuffles and/or when a verdict is unknown",
     )
     p.add_argument(
         "--verify", action="store_true", help="also check each verdict against Spark's physical plan (EXPLAIN)"

@@ -34,8 +34,8 @@ PACKAGE = "spark_bucketing"
 # What a table loses where the extension is not loaded: said where it cannot be loaded.
 WITHOUT_IT = (
     "Without it, Spark reads bucket_hash='hive' tables unbucketed (their joins and aggregations on the bucket "
-    "key shuffle), a partition an incremental run replaces loses its bucket spec in the metastore (Trino then "
-    "refuses the table until a --full-refresh), and bucketing_version=2 models cannot run"
+    "key shuffle), each partition an incremental run replaces costs one more statement (LOAD DATA, about a "
+    "second) to keep its bucket spec for Trino and Hive, and bucketing_version=2 models cannot run"
 )
 # The settings joined with the user's value rather than replaced, and the separator of each.
 LISTS = {"spark.sql.extensions": ",", "spark.jars": ",", "spark.driver.extraClassPath": os.pathsep}

@@ -20,7 +20,6 @@ from spark_bucketing.checker.engines import EXTENSION_KEYS, SESSION_KEYS, Engine
 from spark_bucketing.checker.gate import lost_bucket_join
 from spark_bucketing.checker.model import Finding
 from spark_bucketing.checker.relations import Catalog, catalog_from_manifest_file, normalize_name, relation_from_live
-from spark_bucketing.checker.table_warnings import TableWarning, table_warnings
 
 
 class CheckError(Exception):
@@ -50,12 +49,9 @@ class Report:
     catalog: Catalog = field(default_factory=Catalog)
     settings: EngineSettings = field(default_factory=EngineSettings)
     catalog_mode: str = "manifest"
-    warnings: list[TableWarning] = field(default_factory=list)
 
     def to_json(self) -> dict:
         out = {"engine": self.engine, "models": []}
-        if self.warnings:
-            out["warnings"] = [w.to_json() for w in self.warnings]
         if any(m.verdicts for m in self.models):
             out["static_disagreements"] = self.static_disagreements()
         for m in self.models:
@@ -201,7 +197,7 @@ def run_check(
     stated = settings.conf
     if client is not None:
         # Model the warehouse as it is: what --conf leaves unsaid, the session says (its extension among it).
-        # For Trino only whether the sessions that write the tables load the extension (table_warnings.py).
+        # For Trino, whether the sessions load the extension (issue 92: Trino's verdicts should not depend on it).
         from spark_bucketing.checker.verify import session_values
 
         keys = SESSION_KEYS if settings.engine == "spark" else EXTENSION_KEYS
@@ -227,7 +223,6 @@ def run_check(
             info = relation_from_live(client, name)
             project = catalog.get(name)
             info.declared = project.declared if project is not None else None
-            info.replaces_partitions = project.replaces_partitions if project is not None else False
             live.add(info)
         catalog = live
     refused: dict[str, str] = {}
@@ -261,8 +256,7 @@ def run_check(
 
                 report.verification = verify(verify_with, code, report.findings, stated)
         reports.append(report)
-    warnings = table_warnings(catalog, read, settings)
-    return Report(settings.engine, reports, time.perf_counter() - started, catalog, settings, catalog_mode, warnings)
+    return Report(settings.engine, reports, time.perf_counter() - started, catalog, settings, catalog_mode)
 
 
 def take_the_plans_verdicts(report: ModelReport, client, code: str, stated: dict[str, str]) -> None:
@@ -318,8 +312,6 @@ def format_text(report: Report) -> str:
             for text in f.suggestions:
                 lines.append(f"    fix  : {text}")
         lines.append("")
-    for w in report.warnings:
-        lines += [f"warning: {w.relation}: {w.code}", f"  {w.text}", ""]
     bad = report.shuffling_bucketed_joins()
     total = sum(counts.values())
     lines.append(

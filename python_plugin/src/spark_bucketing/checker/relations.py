@@ -35,8 +35,6 @@ class RelationInfo:
     # The spec the project declares for it (a model's config, a source's meta.spark_bucketing), whatever the
     # catalog now says: an evolved table, or one another tool rewrote, is declared bucketed and read unbucketed.
     declared: BucketSpec | None = None
-    # A partitioned bucketed_incremental model: its runs point partitions at new folders (table_warnings.py).
-    replaces_partitions: bool = False
 
     @property
     def evolving(self) -> bool:
@@ -148,7 +146,6 @@ def catalog_from_manifest_file(manifest_path: Path) -> Catalog:
                 complete=bool(documented),
                 unknown=UNKNOWN_BUCKETING if unstated else None,
                 declared=bucket,
-                replaces_partitions=materialized == "bucketed_incremental" and bool(partition_by),
             )
         )
     return catalog
@@ -202,8 +199,6 @@ def catalog_to_json(catalog: Catalog) -> dict:
             "unknown": info.unknown,
             "declared": _spec_json(info.declared),
         }
-        if info.replaces_partitions:  # only where true: frozen catalogs from before it read the same
-            out[key]["replaces_partitions"] = True
     return out
 
 
@@ -230,7 +225,6 @@ def catalog_from_json(data: dict) -> Catalog:
                 complete=r["complete"],
                 unknown=r["unknown"],
                 declared=spec(r.get("declared")),
-                replaces_partitions=r.get("replaces_partitions", False),
             )
         )
     return catalog

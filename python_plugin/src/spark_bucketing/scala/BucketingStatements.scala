@@ -254,7 +254,8 @@ case class SwitchPartitionLocations(
  *  holding it: the run's choosing mark `mark` created and the entries beside the table listed (CommitLock.mark); the
  *  run holds the lock by its mark where the listing shows no other entry (take_ticket's rule), and its switch goes on
  *  where the table is as the run planned from: in `location`, the commit number `commit` (the property `commitKey`;
- *  0 where it is not set), no property under `pendingPrefix` (an append's pending moves), and the MD5 of its
+ *  0 where it is not set), no property under any of `pendingPrefixes` (an append's pending moves, a replaced
+ *  partition's bucket spec to write back), and the MD5 of its
  *  partitions' names, sorted and joined by newlines, `partitionsMd5`. Else the mark is dropped, nothing else
  *  changed, and the reason returned: the run then takes the lock as every run does and plans anew. */
 case class OwnLock(
@@ -262,7 +263,7 @@ case class OwnLock(
     location: String,
     commitKey: String,
     commit: Long,
-    pendingPrefix: String,
+    pendingPrefixes: Seq[String],
     partitionsMd5: String) {
 
   /** The table as read under the mark, or why the switch does not go on (the mark dropped). */
@@ -278,7 +279,7 @@ case class OwnLock(
       if (Folders.qualified(conf, meta.location.toString) != Folders.qualified(conf, location)) {
         Some(s"the table is in ${meta.location}, planned in $location")
       } else if (committed != commit) Some(s"commit $committed, planned from commit $commit")
-      else if (meta.properties.keys.exists(_.startsWith(pendingPrefix))) Some("an append's moves are pending")
+      else if (meta.properties.keys.exists(k => pendingPrefixes.exists(k.startsWith))) Some("a dead run's step is pending")
       else if (md5(if (meta.partitionColumnNames.isEmpty) Nil else catalog.listPartitionNames(meta.identifier)) != partitionsMd5) {
         Some("its partitions changed")
       }
@@ -674,7 +675,7 @@ object BucketingStatements {
       }
       val own = Option(body.get("lock")).filterNot(_.isNull).map { l =>
         OwnLock(l.path("mark").asText(), l.path("location").asText(), l.path("commit_key").asText(),
-          l.path("commit").asLong(0L), l.path("pending_prefix").asText(), l.path("partitions_md5").asText())
+          l.path("commit").asLong(0L), texts(l, "pending_prefixes"), l.path("partitions_md5").asText())
       }
       Some(SwitchPartitionLocations(table, moves, textMap(body, "table_properties"),
         textMap(body, "table_properties_after"), body.path("fail_after_moves").asBoolean(false),

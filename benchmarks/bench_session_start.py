@@ -67,7 +67,7 @@ def project(root: Path, with_package: bool, files: dict[str, str]) -> Path:
         shutil.rmtree(root)
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text + "\n")
+        (root / name).write_text(text.rstrip("\n") + "\n")
     (root / "dbt_project.yml").write_text("name: p\nversion: '1.0'\nconfig-version: 2\nprofile: p\n")
     state = root / "state"
     metastore = f"jdbc:derby:;databaseName={state}/metastore_db;create=true"

@@ -19,7 +19,8 @@ from harness.spark import sql_string
 FAIL_AT = "SPARK_BUCKETING_FAIL_AT"
 
 
-#: The end-of-run hook a project adds (README; docs/incremental.md, "Concurrent runs").
+#: The end-of-run hook the README asked projects to add before the plugin ran the package's end of run itself
+#: (docs/incremental.md, "Concurrent runs"): a project that kept it still works.
 RELEASE_LOCKS_HOOK = "{{ spark_bucketing.end_of_run(results) }}"
 
 #: dbt's flag (hidden, for its tests) that runs an invocation's nodes in the calling thread instead of a new

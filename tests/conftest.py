@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.dbt_project import RELEASE_LOCKS_HOOK, DbtProject
+from harness.dbt_project import DbtProject
 from harness.metastore_service import MetastoreService
 from harness.spark import make_session
 from spark_bucketing import macro_cache, session_extension
@@ -56,10 +56,7 @@ def metastore(tmp_path_factory):
 def dbt_project(spark, tmp_path_factory, request):
     """A dbt project of its own per test module, with its own schema."""
     schema = "t_" + request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
-    # A module whose runs fail on errors a macro cannot catch while they hold the commit lock (a full
-    # build's query) adds the package's end-of-run hook, as docs/incremental.md asks of a project.
-    hooks = {"on-run-end": [RELEASE_LOCKS_HOOK]} if getattr(request.module, "RELEASE_LOCKS", False) else {}
-    project = DbtProject(tmp_path_factory.mktemp("dbt"), schema=schema, package_dir=REPO_ROOT, project_overrides=hooks)
+    project = DbtProject(tmp_path_factory.mktemp("dbt"), schema=schema, package_dir=REPO_ROOT)
     project.setup()
     spark.sql(f"create database if not exists {schema}")
     yield project
@@ -133,8 +130,33 @@ def _recorded() -> dict[str, float]:
         return {}
 
 
+#: The files whose tests start processes of their own: dbt processes (a JVM each), a Hive metastore service on
+#: Postgres, a Thrift Server, Trino, Hive 4's hash, a clean virtualenv. Their tests are the `services` tier.
+SERVICES = {
+    "test_clean_install.py",
+    "test_concurrent_runs.py",
+    "test_demo.py",
+    "test_foreign_tables.py",
+    "test_hashing.py",
+    "test_no_loss.py",
+    "test_readme_project.py",
+    "test_session_extension.py",
+    "test_thrift.py",
+    "test_trino.py",
+}
+
+
+def _tier(item: pytest.Item) -> str:
+    """`services`, `spark` (the worker's Spark session, dbt in the test's process) or `unit` (no JVM)."""
+    if item.path.name in SERVICES:
+        return "services"
+    return "spark" if {"spark", "dbt_project"} & set(getattr(item, "fixturenames", ())) else "unit"
+
+
 def pytest_collection_modifyitems(items):
     recorded = _recorded()
+    for item in items:
+        item.add_marker(_tier(item))
     items.sort(key=lambda item: -recorded.get(item.path.name, float("inf")))
 
 

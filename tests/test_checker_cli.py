@@ -13,6 +13,8 @@ import pytest
 from harness.dbt_project import ROUTING
 from spark_bucketing import cli
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 TABLES = {
     "fact": {"clustered_by": "k", "buckets": 8, "bucket_hash": "spark"},
     "dim": {"clustered_by": "k", "buckets": 8, "bucket_hash": "spark"},

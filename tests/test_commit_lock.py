@@ -9,9 +9,13 @@ import re
 import threading
 import time
 
+import pytest
+
 from harness.spark import extension_on
 from spark_bucketing import contracts, extension
 from tests.support.incremental import commit_end, model_sql, statement_body, statement_payload
+
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
 
 
 def _model(vars_: dict) -> str:

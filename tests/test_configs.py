@@ -10,6 +10,8 @@ from harness.spark import table_location
 from spark_bucketing.files import data_files
 from tests.support.layout import check_layout
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 
 def _sql(parts: int) -> str:
     return f"select cast(id as int) as k, cast(id % {parts} as string) as p, id as v from range(0, 900, 1, 4)"

@@ -17,6 +17,8 @@ import pytest
 from spark_bucketing import dbt_listing
 from spark_bucketing.dbt_listing import vanished_table
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 
 def test_the_errors_it_lists_again_after_are_a_vanished_table_of_the_schema(spark, dbt_project):
     def error(sql: str) -> str:

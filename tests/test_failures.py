@@ -11,12 +11,10 @@ from spark_bucketing import contracts
 from tests.support.incremental import statement_body, write_check
 from tests.support.layout import check_layout
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 GOOD_SQL = "select cast(id as int) as k, cast(id % 3 as string) as p, id as v from range(0, 1000, 1, 4)"
 GOOD = {"materialized": "bucketed_table", "clustered_by": "k", "buckets": 8, "partition_by": "p"}
-
-
-#: Runs here fail in a full build's query while they hold the commit lock (tests/conftest.py).
-RELEASE_LOCKS = True
 
 
 def _exists(spark, schema, name):
@@ -40,7 +38,8 @@ def test_runtime_failure_keeps_previous_table_and_rows(spark, dbt_project):
     result = dbt_project.run("keeper", expect_ok=False, log=log)
     assert not result.success
     assert "boom at row 777" in node_messages(result)["keeper"]
-    # Its side entry goes at the end of the failed run (the project's end-of-run hook), once.
+    # Its side entry goes at the end of the failed run, once: the package's end of run, which the plugin runs
+    # (the project has no hook; tests/test_concurrent_runs.py's has the README's former one).
     dropped = [
         m for m in log if m.startswith("spark_bucketing: dropping ") and "left by a run of model.sb_it.keeper" in m
     ]

@@ -9,8 +9,12 @@ from __future__ import annotations
 import io
 from contextlib import redirect_stderr, redirect_stdout
 
+import pytest
+
 from harness.dbt_project import failure_text, node_messages
 from spark_bucketing import cli
+
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
 
 MODELS = {
     "fd_users": (

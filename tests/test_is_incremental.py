@@ -14,6 +14,8 @@ MODEL = """
 {{{{ config({config}) }}}}
 select id as k, date_add(date'2024-01-01', cast(id div 1000 as int)) as day
 from range(0, {{{{ var('upto', 2000) }}}})
+
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
 {{% if is_incremental() %}}
 where date_add(date'2024-01-01', cast(id div 1000 as int)) > (select max(day) from {{{{ this }}}})
 {{% endif %}}

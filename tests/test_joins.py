@@ -7,6 +7,8 @@ import pytest
 
 from spark_bucketing import plans
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 
 def _exchanges_under_join(spark, sql: str) -> int:
     plan = plans.executed_plan(spark, sql)

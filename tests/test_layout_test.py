@@ -10,6 +10,8 @@ import pytest
 from harness.spark import data_files, table_location
 from spark_bucketing import hashing
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 N = 4
 
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from sqlfluff.core import FluffConfig, Linter
 
 from spark_bucketing.checker import EngineSettings, analyze_sql
 from spark_bucketing.checker.gate import lost_bucket_join
 from spark_bucketing.checker.relations import catalog_from_manifest_file
 from tests.support.checker_corpus import CORPUS, FROZEN, S
+
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
 
 
 def _manifest(tmp_path) -> tuple[str, dict]:

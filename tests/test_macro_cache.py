@@ -19,6 +19,8 @@ from dbt_common.exceptions import CompilationError
 
 from spark_bucketing import macro_cache
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 MACRO = (
     "{% macro greet(names, sep=', ') %}"
     "{%- set seen = [] -%}{%- for n in names if n not in seen -%}{%- do seen.append(n) -%}{%- endfor -%}"

@@ -48,7 +48,7 @@ from dbt.tests.adapter.unit_testing.test_invalid_input import BaseUnitTestInvali
 from dbt.tests.fixtures.project import *  # noqa: F403 (dbt's functional-test fixtures: project, adapter, ...)
 from dbt_common.clients import jinja
 
-from spark_bucketing import dbt_constraints, dbt_listing, macro_cache
+from spark_bucketing import dbt_constraints, dbt_listing, dbt_run_end, macro_cache
 from tests.support.dbt_adapter_classes import (  # noqa: F401 (fixtures)
     base_fixture,
     dbt_profile_target,
@@ -76,6 +76,7 @@ def _without_the_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
     macro_cache.uninstall()
     dbt_listing.uninstall()
     dbt_constraints.uninstall()
+    dbt_run_end.uninstall()
 
 
 class Plugin:

@@ -14,6 +14,8 @@ from harness.spark import extension_on, table_location
 from spark_bucketing.files import data_files, local_path
 from tests.support.incremental import Expected, commit_end, model_sql, statement_body, table_rows
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 
 def _run(spark, project, name, expected, vars_, retention) -> list[str]:
     """Runs the model; returns its statements."""

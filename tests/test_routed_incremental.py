@@ -81,6 +81,8 @@ KEYED = """
 {{{{ config(materialized='incremental', incremental_strategy='merge', {config}) }}}}
 select cast(id as int) as id, concat('v{{{{ var('version', 1) }}}}-', id) as name
 from range({{{{ var('start', 1) }}}}, {{{{ var('start', 1) }}}} + 4)
+
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
 """
 
 

@@ -21,7 +21,7 @@ from dbt.adapters.spark.connections import SparkCredentials
 from dbt_common.events.base_types import EventLevel
 
 from harness.dbt_project import RELEASE_LOCKS_HOOK
-from spark_bucketing import extension, session_extension
+from spark_bucketing import dbt_run_end, extension, session_extension
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OTHER_EXTENSION = "com.example.TheirExtension"  # a user's own extension (not on the class path: Spark skips it)
@@ -63,10 +63,16 @@ STOCK_DAILY = {
 
 
 def _project(
-    root: Path, with_package: bool, parameters: dict[str, str], models: dict[str, str] = TABLES, quiet: bool = True
+    root: Path,
+    with_package: bool,
+    parameters: dict[str, str],
+    models: dict[str, str] = TABLES,
+    quiet: bool = True,
+    hook: bool = False,
 ) -> Path:
+    """`hook`: the project keeps the end-of-run hook the README asked for before the plugin ran it."""
     (root / "models").mkdir(parents=True)
-    hooks = {"on-run-end": [RELEASE_LOCKS_HOOK]} if with_package else {}  # the README's project file
+    hooks = {"on-run-end": [RELEASE_LOCKS_HOOK]} if hook else {}
     (root / "dbt_project.yml").write_text(
         yaml.safe_dump({"name": "p", "version": "1.0", "config-version": 2, "profile": "p", **hooks})
     )
@@ -126,7 +132,7 @@ def _warnings(out: str) -> set[str]:
 
 
 def test_the_extension_loads_where_the_package_is_installed_and_only_there(tmp_path):
-    merged = _start(_project(tmp_path / "merged", True, {"spark.sql.extensions": OTHER_EXTENSION}), {})
+    merged = _start(_project(tmp_path / "merged", True, {"spark.sql.extensions": OTHER_EXTENSION}, hook=True), {})
     stock = _start(_project(tmp_path / "stock", False, {}, STOCK_DAILY, quiet=False), {}, runs=2)
     off = _start(_project(tmp_path / "off", True, {}), {session_extension.ENV: "off"})
     quiet = _start(_project(tmp_path / "quiet", True, {}, PACKAGE_DAILY, quiet=False), {}, runs=2)
@@ -150,7 +156,8 @@ def test_the_extension_loads_where_the_package_is_installed_and_only_there(tmp_p
     assert _warnings(got["output"]) <= stock_warnings, _warnings(got["output"]) - stock_warnings
     assert not re.search(r"^\s+at [\w.$]+\(", got["output"], re.M), got["output"][-6000:]
 
-    # Switched off: no extension, Spark shuffles both Hive-hash sides, and the run says so once, naming both.
+    # Switched off: no extension, Spark shuffles both Hive-hash sides, and the run says so once, naming both
+    # (the package's end of run, which the plugin runs: the project has no hook).
     got = _result(off)
     assert got["extensions"] == ""
     assert got["exchanges"] == 2
@@ -241,3 +248,21 @@ def test_a_jar_that_fails_to_compile_says_how_to_build_it_and_the_run_goes_on(mo
     )
     assert "`spark-bucketing extension`" in failed[1] and f"{session_extension.ENV}=off" in failed[1]
     assert not extension.default_jar().exists()
+
+
+def test_the_plugin_leaves_the_end_of_run_to_a_projects_own_hook():
+    """A project that kept the README's former hook (either macro it named) runs the package's end of run there,
+    and the plugin does not run it again: nothing is released or said twice."""
+
+    def manifest(*hooks: str) -> SimpleNamespace:
+        nodes = {
+            f"operation.p.p-on-run-end-{i}": SimpleNamespace(resource_type="operation", raw_code=h)
+            for i, h in enumerate(hooks)
+        }
+        nodes["model.p.a"] = SimpleNamespace(resource_type="model", raw_code="select 1 -- spark_bucketing.end_of_run")
+        return SimpleNamespace(nodes=nodes)
+
+    assert dbt_run_end.hooks_call_it(manifest(RELEASE_LOCKS_HOOK))
+    assert dbt_run_end.hooks_call_it(manifest("{{ spark_bucketing.release_failed_runs_locks(results) }}"))
+    assert not dbt_run_end.hooks_call_it(manifest("{{ log('done') }}"))
+    assert not dbt_run_end.hooks_call_it(manifest())

@@ -1,7 +1,9 @@
-{#- The end-of-run hook a project adds (dbt_project.yml: on-run-end:
-    "{{ spark_bucketing.end_of_run(results) }}"; the package declares none
-    of its own, which would add a result to every command of every project
-    that installs it). A model that failed on an error the package cannot
+{#- The package's end of a dbt command, which its dbt plugin runs after the
+    command's models (spark_bucketing/dbt_run_end.py), or a project's own
+    on-run-end hook that calls it ("{{ spark_bucketing.end_of_run(results) }}",
+    as the README asked before). The package declares no hook of its own,
+    which would add a result to every command of every project that
+    installs it. A model that failed on an error the package cannot
     catch (a statement failing in Spark or the metastore) while it held its
     table's commit lock releases it here, so other runs do not wait
     commit_lock_expiry for it; and its side entries (and a full build's
@@ -11,23 +13,28 @@
     costs. release_failed_runs_locks alone is the hook the package asked
     for before. -#}
 
-{% macro end_of_run(results) %}
+{% macro end_of_run(results, extension=none, routed=true) %}
+  {#- `extension`: whether the session runs the extension, where the caller
+      knows (the plugin, for a `method: session` target), else asked of
+      Spark; `routed`: whether the project routes dbt-spark's `incremental`
+      with buckets to the package (a project's hook cannot tell: it may). -#}
   {%- do spark_bucketing.release_failed_runs_locks(results) -%}
-  {%- do spark_bucketing.say_what_runs_without_the_extension(results) -%}
+  {%- do spark_bucketing.say_what_runs_without_the_extension(results, extension, routed) -%}
 {% endmacro %}
 
-{% macro say_what_runs_without_the_extension(results) %}
+{% macro say_what_runs_without_the_extension(results, extension=none, routed=true) %}
   {#- Once per dbt command that wrote a Hive-hash table in a session without
       the session extension (a Thrift Server that does not load it, or
       SPARK_BUCKETING_EXTENSION=off): what those tables lose, and how to load
-      it. One SET, only where such a table was written. -#}
+      it. One SET, only where such a table was written and `extension` is
+      not known (end_of_run). -#}
   {%- set written = [] -%}
   {%- for res in results if res.status == 'success' and res.node.resource_type == 'model'
-        and (res.node.config.materialized == 'bucketed_table' or spark_bucketing.is_bucketed_incremental(res.node.config))
+        and (res.node.config.materialized in ('bucketed_table', 'bucketed_incremental') or routed and spark_bucketing.is_bucketed_incremental(res.node.config))
         and res.node.config.get('bucket_hash', 'hive') == 'hive' -%}
     {%- do written.append(res.node.name) -%}
   {%- endfor -%}
-  {%- if written and not spark_bucketing.extension_active() -%}
+  {%- if written and not (extension if extension is not none else spark_bucketing.extension_active()) -%}
     {%- do log("spark_bucketing: " ~ written | length ~ " Hive-hash table(s) (" ~ written[:5] | join(', ') ~ (', ...' if written | length > 5 else '')
         ~ ") written by a Spark that does not load the package's session extension. Spark reads them unbucketed"
         ~ " (their joins and aggregations on the bucket key shuffle), and each partition an incremental run"

@@ -8,14 +8,16 @@ stock model keeps dbt's answer."""
 
 from __future__ import annotations
 
+import pytest
+
 from harness.dbt_project import IS_INCREMENTAL, node_messages
+
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
 
 MODEL = """
 {{{{ config({config}) }}}}
 select id as k, date_add(date'2024-01-01', cast(id div 1000 as int)) as day
 from range(0, {{{{ var('upto', 2000) }}}})
-
-pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
 {{% if is_incremental() %}}
 where date_add(date'2024-01-01', cast(id div 1000 as int)) > (select max(day) from {{{{ this }}}})
 {{% endif %}}

@@ -13,6 +13,8 @@ import pytest
 
 from harness.dbt_project import IS_INCREMENTAL, ROUTING, node_messages
 
+pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
+
 BUCKETS = "clustered_by=['id'], buckets=4, bucket_hash='spark'"
 # dbt-tests-adapter's BaseIncremental: the first run takes ids 1-10, the second the ids above the table's.
 APPENDED = """
@@ -81,8 +83,6 @@ KEYED = """
 {{{{ config(materialized='incremental', incremental_strategy='merge', {config}) }}}}
 select cast(id as int) as id, concat('v{{{{ var('version', 1) }}}}-', id) as name
 from range({{{{ var('start', 1) }}}}, {{{{ var('start', 1) }}}} + 4)
-
-pytestmark = pytest.mark.fast  # the fast tier: `bash scripts/test --fast` (docs/development.md)
 """
 
 

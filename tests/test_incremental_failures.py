@@ -38,6 +38,11 @@ def test_failed_incremental_run_loses_nothing(spark, dbt_project):
     _dbt_tests(dbt_project, name)
 
 
+def _restoring(spark, table: str) -> list[str]:
+    """The table's records of partitions whose bucket spec a run writes back (macros/steps/bucket_specs.sql)."""
+    return [k for k in table_properties(spark, table) if k.startswith("spark_bucketing.restoring.")]
+
+
 def test_replaced_partitions_keep_their_bucket_spec_in_the_metastore(spark, dbt_project):
     """Without the session extension a replaced partition is pointed at its new folder with ALTER TABLE .. SET
     LOCATION, which writes its storage in the metastore without the table's bucket spec (Trino then refuses the
@@ -54,19 +59,18 @@ def test_replaced_partitions_keep_their_bucket_spec_in_the_metastore(spark, dbt_
     info = {r.col_name: r.data_type for r in spark.sql(f"describe formatted {table}").collect()}
     (empty,) = local_path(info["Location"]).glob("_bucketing/*/_empty")  # the second run's; the first replaced none
     assert list(empty.iterdir()) == []
-    assert not [k for k in table_properties(spark, table) if k.startswith("spark_bucketing.restoring.")]
+    assert _restoring(spark, table) == []
 
     # Dies after the first of its two SET LOCATIONs: that partition is left without its spec, recorded.
     failed_run(dbt_project, name, {"days": [0, 1], "tag": 2}, "mid_switch")
     assert sorted(partition_bucket_counts(spark, table).values()) == [0, 8, 8]
-    pending = [k for k in table_properties(spark, table) if k.startswith("spark_bucketing.restoring.")]
-    assert len(pending) == 1, pending
+    assert len(_restoring(spark, table)) == 1, _restoring(spark, table)
     before = partition_rows(spark, table)
 
     # A run of another day: the dead run's partition gets its spec back, its rows untouched.
     run_model(dbt_project, name, {"days": [3], "tag": 3})
     assert partition_bucket_counts(spark, table) == dict.fromkeys(days | {"day=2024-01-04"}, 8)
-    assert not [k for k in table_properties(spark, table) if k.startswith("spark_bucketing.restoring.")]
+    assert _restoring(spark, table) == []
     after = partition_rows(spark, table)
     assert {d: rows for d, rows in after.items() if d != 3} == before and sum(after[3].values()) == 200
     assert partition_layout_problems(spark, table) == []

@@ -17,7 +17,8 @@ from dbt.task.run import RunTask
 from dbt_common.events.functions import fire_event
 from dbt_common.events.types import Note
 
-from spark_bucketing.extension import EXTENSION_CLASS, SWITCH
+from spark_bucketing import session_extension
+from spark_bucketing.extension import SWITCH
 
 PACKAGE = "spark_bucketing"
 MACRO = "end_of_run"
@@ -76,7 +77,7 @@ def session_extension_state(adapter: Any) -> bool | None:
     spark = pyspark_sql.SparkSession._instantiatedSession
     if spark is None:
         return None
-    loaded = EXTENSION_CLASS in [e.strip() for e in (spark.conf.get("spark.sql.extensions", "") or "").split(",")]
+    loaded = session_extension.named({"spark.sql.extensions": spark.conf.get("spark.sql.extensions", "") or ""})
     return loaded and (spark.conf.get(SWITCH, "true") or "true").strip().lower() != "false"
 
 
